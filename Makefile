@@ -1,0 +1,52 @@
+# Tessera: `make run` serves the default model, `make test` runs every test.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+THREADS ?= $(JOBS)
+CMAKE_FLAGS ?=
+
+.PHONY: setup build build-asan test test-asan run fuzz bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/build.ninja:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON -DTESSERA_BENCH=OFF -DTESSERA_CUDA_CHECK=OFF $(CMAKE_FLAGS)
+
+build-asan: $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit_tests
+
+# Unit tests under ASan+UBSan; every test (unit, golden vs HF and upstream) in the release build.
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -R '^unit_tests$$'
+
+test: setup
+	$(MAKE) build
+	$(MAKE) test-asan
+	cd $(BUILD) && ctest --output-on-failure
+
+run: setup build
+	@bash scripts/run_default.sh
+
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON -DTESSERA_TESTS=OFF -DTESSERA_BENCH=OFF
+
+# Each fuzz target runs FUZZ_SECONDS under ASan+UBSan, corpus in fuzz/corpus/<target>.
+fuzz: setup $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@bash scripts/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+bench: setup build
+	@bash bench/run_vs_llamacpp.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,118 @@
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "backend/cpu/simd.h"
+#include "common/check.h"
+
+namespace tessera::cpu {
+namespace {
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  int64_t i = 0;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+inline void axpy(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+// In place: s[j] = exp(s[j] - max); returns the sum.
+float exp_and_sum(float* s, int64_t n, float max) {
+  const __m256 vmax = _mm256_set1_ps(max);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmax));
+    _mm256_storeu_ps(s + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = hsum(acc);
+  for (; j < n; ++j) {
+    s[j] = std::exp(s[j] - max);
+    sum += s[j];
+  }
+  return sum;
+}
+
+}  // namespace
+
+void write_kv_cache(const float* k, const float* v, const ForwardBatch& batch, int64_t kv_dim,
+                    float* k_cache, float* v_cache) {
+  for (int64_t t = 0; t < batch.num_tokens(); ++t) {
+    const int64_t slot = batch.slot_mapping[t];
+    std::memcpy(k_cache + slot * kv_dim, k + t * kv_dim, sizeof(float) * kv_dim);
+    std::memcpy(v_cache + slot * kv_dim, v + t * kv_dim, sizeof(float) * kv_dim);
+  }
+}
+
+// softmax(q k^T * scale) v over each query's visible keys, two passes per (token, head):
+// scores into a scratch row, then exp-normalise and accumulate values.
+void paged_attention(const float* q, const float* k_cache, const float* v_cache,
+                     const ForwardBatch& batch, const AttentionShape& shape, float* out) {
+  const int64_t num_tokens = batch.num_tokens();
+  const int64_t hd = shape.head_dim;
+  const int64_t kv_dim = shape.num_kv_heads * hd;
+  const int64_t group = shape.num_heads / shape.num_kv_heads;
+  const int64_t bs = shape.block_size;
+  // token -> sequence
+  std::vector<int32_t> seq_of_token(num_tokens);
+  for (int64_t s = 0; s < batch.num_seqs(); ++s) {
+    for (int32_t t = batch.query_start_loc[s]; t < batch.query_start_loc[s + 1]; ++t) {
+      seq_of_token[t] = static_cast<int32_t>(s);
+    }
+  }
+  const int64_t items = num_tokens * shape.num_heads;
+#pragma omp parallel if (items > 1)
+  {
+    std::vector<float> scores;
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t t = item / shape.num_heads;
+      const int64_t h = item % shape.num_heads;
+      const int64_t kvh = h / group;
+      const int32_t s = seq_of_token[t];
+      const int32_t* blocks = batch.block_table_ids.data() + batch.block_table_indptr[s];
+      const int64_t pos = batch.positions[t];
+      const int64_t first = shape.sliding_window > 0 ? std::max<int64_t>(0, pos - shape.sliding_window + 1) : 0;
+      const int64_t n = pos + 1 - first;
+      scores.resize(static_cast<size_t>(n));
+      const float* qv = q + (t * shape.num_heads + h) * hd;
+      float max = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t p = first + j;
+        const int64_t slot = int64_t{blocks[p / bs]} * bs + p % bs;
+        const float sc = dot(qv, k_cache + slot * kv_dim + kvh * hd, hd) * shape.scale;
+        scores[j] = sc;
+        max = std::max(max, sc);
+      }
+      const float inv_sum = 1.0f / exp_and_sum(scores.data(), n, max);
+      float* o = out + (t * shape.num_heads + h) * hd;
+      std::memset(o, 0, sizeof(float) * hd);
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t p = first + j;
+        const int64_t slot = int64_t{blocks[p / bs]} * bs + p % bs;
+        axpy(scores[j] * inv_sum, v_cache + slot * kv_dim + kvh * hd, o, hd);
+      }
+    }
+  }
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,14 @@
+// Subcommands of the `tessera` CLI; each registers its options and a callback.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+void add_generate_command(CLI::App& app, int* exit_code);
+void add_bench_command(CLI::App& app, int* exit_code);
+
+// Sets the number of CPU threads the kernels use (0 = all cores).
+void set_threads(int threads);
+
+}  // namespace tessera::cli

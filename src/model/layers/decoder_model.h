@@ -1,0 +1,50 @@
+// The decoder-only transformer every supported architecture composes:
+// embedding -> N x (RMSNorm, attention, residual, RMSNorm, gated MLP, residual)
+// -> final RMSNorm -> LM head (tied to the embedding or not).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "loader/weight_store.h"
+#include "model/layers/attention_block.h"
+#include "model/layers/mlp.h"
+#include "model/model.h"
+
+namespace tessera {
+
+class DecoderModel : public Model {
+ public:
+  static Result<std::unique_ptr<Model>> create(ModelConfig config,
+                                               std::shared_ptr<const WeightStore> store,
+                                               WeightScheme scheme);
+
+  const ModelConfig& config() const override { return config_; }
+  void forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm;  // [hidden]
+    std::vector<float> ffn_norm;   // [hidden]
+    AttentionBlock attention;
+    GatedMlp mlp;
+  };
+
+  ModelConfig config_;
+  std::shared_ptr<const WeightStore> store_;  // owns the mmapped weights the views point into
+  TensorView embedding_;                      // [vocab, hidden]
+  Linear lm_head_;                            // [vocab, hidden]
+  std::vector<float> final_norm_;             // [hidden]
+  std::vector<float> inv_freq_;               // [head_dim / 2]
+  std::vector<Layer> layers_;
+
+  // Scratch reused across steps.
+  std::vector<float> hidden_;    // [num_tokens, hidden] residual stream
+  std::vector<float> normed_;    // [num_tokens, hidden]
+  std::vector<float> branch_;    // [num_tokens, hidden]
+  std::vector<float> selected_;  // [num_logits, hidden]
+  AttentionScratch attn_scratch_;
+  MlpScratch mlp_scratch_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,28 @@
+// Model: a causal LM that runs one ForwardBatch against a paged KV cache.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "config/model_config.h"
+#include "exec/forward_batch.h"
+#include "kv/kv_cache.h"
+
+namespace tessera {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Runs every token of `batch`, writing its K/V into `cache`, and fills
+  // logits [batch.logits_indices.size(), vocab_size] for the requested tokens.
+  // Token ids must be < vocab_size; the caller validates requests.
+  virtual void forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
+};
+
+// Opens a checkpoint: a model directory (config.json + safetensors), a .safetensors file
+// (config.json beside it) or a .gguf file. Errors name the file and the problem.
+Result<std::unique_ptr<Model>> load_model(const std::string& path);
+
+}  // namespace tessera

@@ -1,0 +1,91 @@
+#include "sample/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace tessera {
+
+std::string SamplingParams::validate() const {
+  if (max_tokens < 1) return "max_tokens must be at least 1, got " + std::to_string(max_tokens);
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return "temperature must be >= 0";
+  if (top_k == 0 || top_k < -1) return "top_k must be -1 (disabled) or at least 1";
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1]";
+  if (logprobs < 0 || logprobs > 20) return "logprobs must be in [0, 20]";
+  return "";
+}
+
+void log_softmax(const float* logits, int64_t n, float* out) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) max = std::max(max, logits[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  const float lse = max + static_cast<float>(std::log(sum));
+  for (int64_t i = 0; i < n; ++i) out[i] = logits[i] - lse;
+}
+
+PositionLogprobs top_logprobs(const float* logprobs, int64_t n, int64_t k) {
+  k = std::min(k, n);
+  std::vector<int32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto better = [&](int32_t a, int32_t b) {
+    return logprobs[a] > logprobs[b] || (logprobs[a] == logprobs[b] && a < b);
+  };
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
+  PositionLogprobs top;
+  top.reserve(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) top.emplace_back(idx[i], logprobs[idx[i]]);
+  return top;
+}
+
+int32_t argmax(const float* x, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > x[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+int32_t Sampler::sample(const float* logits, int64_t n, const SamplingParams& p) {
+  if (p.temperature == 0.0f) return argmax(logits, n);
+  // Candidates sorted by logit, cut by top-k, then softmax at temperature, cut by top-p.
+  std::vector<int32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  const int64_t k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n) : n;
+  auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  if (k < n) {
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
+    idx.resize(static_cast<size_t>(k));
+  } else if (p.top_p < 1.0f) {
+    std::sort(idx.begin(), idx.end(), better);
+  }
+  const float max = logits[*std::max_element(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; })];
+  std::vector<double> w(idx.size());
+  double total = 0.0;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    w[i] = std::exp(static_cast<double>(logits[idx[i]] - max) / p.temperature);
+    total += w[i];
+  }
+  size_t keep = idx.size();
+  if (p.top_p < 1.0f) {
+    double acc = 0.0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      acc += w[i] / total;
+      if (acc >= p.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    total = std::accumulate(w.begin(), w.begin() + static_cast<long>(keep), 0.0);
+  }
+  std::uniform_real_distribution<double> u(0.0, total);
+  double r = u(rng_);
+  for (size_t i = 0; i < keep; ++i) {
+    r -= w[i];
+    if (r <= 0.0) return idx[i];
+  }
+  return idx[keep - 1];
+}
+
+}  // namespace tessera
