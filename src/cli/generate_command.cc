@@ -24,17 +24,17 @@ struct GenerateOptions {
   int threads = 0;
 };
 
-nlohmann::json output_json(const RequestOutput& r) {
-  nlohmann::json j;
+nlohmann::ordered_json output_json(const RequestOutput& r) {
+  nlohmann::ordered_json j;
   j["prompt_token_ids"] = r.prompt_token_ids;
-  j["outputs"] = nlohmann::json::array();
+  j["outputs"] = nlohmann::ordered_json::array();
   for (const CompletionOutput& o : r.outputs) {
-    nlohmann::json oj;
+    nlohmann::ordered_json oj;
     oj["token_ids"] = o.token_ids;
     if (!o.logprobs.empty()) {
-      oj["logprobs"] = nlohmann::json::array();
+      oj["logprobs"] = nlohmann::ordered_json::array();
       for (const PositionLogprobs& pos : o.logprobs) {
-        nlohmann::json m = nlohmann::json::object();
+        nlohmann::ordered_json m = nlohmann::ordered_json::object();
         for (const auto& [id, lp] : pos) m[std::to_string(id)] = lp;
         oj["logprobs"].push_back(std::move(m));
       }

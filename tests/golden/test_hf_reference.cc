@@ -1,0 +1,122 @@
+// Greedy generations against Hugging Face transformers (goldens made by
+// tools/reference/hf_greedy_reference.py): each generated token is HF's top-1, or where
+// the two differ each side's token is in the other's top-5, after which the sequences
+// diverge and comparison stops (vLLM's check_logprobs_close). On agreeing positions the
+// token's logprob is within 0.02 (fp32 weights) or 0.15 (quantized weights).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/test_paths.h"
+#include "engine/generator.h"
+#include "model/model.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> golden_files() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  const fs::path dir = fs::path(testing::test_data()) / "golden";
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("hf-", 0) == 0 && e.path().extension() == ".json") files.push_back(name);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The model a golden was made from: a repo-relative file/dir, or the default model.
+std::string model_path(const nlohmann::json& source) {
+  const fs::path repo = fs::path(testing::test_data()) / ".." / "..";
+  if (source.contains("file")) {
+    const std::string file = source["file"].get<std::string>();
+    if (file.find("SmolLM2-135M-Instruct") != std::string::npos) return testing::default_model();
+    return (repo / file).string();
+  }
+  return (repo / source["dir"].get<std::string>()).string();
+}
+
+bool is_quantized(const nlohmann::json& source) {
+  if (!source.contains("tensor_types")) return false;
+  for (const auto& t : source["tensor_types"]) {
+    const std::string s = t.get<std::string>();
+    if (s != "F32" && s != "F16" && s != "BF16") return true;
+  }
+  return false;
+}
+
+class HfReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
+  std::ifstream in(fs::path(testing::test_data()) / "golden" / GetParam());
+  const auto golden = nlohmann::json::parse(in);
+  const auto& source = golden["source"];
+  const std::string path = model_path(source);
+  if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
+  const double tolerance = is_quantized(source) ? 0.15 : 0.02;
+
+  auto model = load_model(path);
+  ASSERT_TRUE(model.ok()) << model.error();
+  Generator generator(**model);
+  SamplingParams params;
+  params.temperature = 0;
+  params.ignore_eos = true;
+  params.max_tokens = golden["max_tokens"].get<int64_t>();
+  params.logprobs = 5;
+  int compared = 0, diverged = 0;
+  double max_diff = 0;
+  for (const auto& c : golden["cases"]) {
+    const auto prompt = c["prompt_token_ids"].get<std::vector<int32_t>>();
+    const auto ref_ids = c["token_ids"].get<std::vector<int32_t>>();
+    auto out = generator.generate(prompt, params);
+    ASSERT_TRUE(out.ok()) << out.error();
+    const CompletionOutput& o = out->outputs[0];
+    ASSERT_EQ(o.token_ids.size(), ref_ids.size());
+    for (size_t i = 0; i < ref_ids.size(); ++i) {
+      const auto& ref_top = c["logprobs"][i];  // {"id": logprob}, HF's top-K
+      const PositionLogprobs& ours = o.logprobs[i];
+      const int32_t tok = o.token_ids[i];
+      if (tok == ref_ids[i]) {
+        const double diff = std::fabs(ours[0].second - c["token_logprobs"][i].get<double>());
+        max_diff = std::max(max_diff, diff);
+        EXPECT_LE(diff, tolerance) << "prompt of " << prompt.size() << " tokens, position " << i;
+        ++compared;
+        continue;
+      }
+      // Divergence: each side's choice must be in the other's top-5.
+      std::vector<std::pair<double, int32_t>> ref_sorted;
+      for (const auto& [id, lp] : ref_top.items()) ref_sorted.emplace_back(lp.get<double>(), std::stoi(id));
+      std::sort(ref_sorted.rbegin(), ref_sorted.rend());
+      bool ours_in_ref = false;
+      for (size_t k = 0; k < std::min<size_t>(5, ref_sorted.size()); ++k) ours_in_ref |= ref_sorted[k].second == tok;
+      bool ref_in_ours = false;
+      for (size_t k = 0; k < std::min<size_t>(5, ours.size()); ++k) ref_in_ours |= ours[k].first == ref_ids[i];
+      EXPECT_TRUE(ours_in_ref && ref_in_ours)
+          << "prompt of " << prompt.size() << " tokens, position " << i << ": ours " << tok
+          << ", HF " << ref_ids[i];
+      ++diverged;
+      break;
+    }
+  }
+  std::printf("[ %s ] %d positions compared, %d cases diverged, max |logprob diff| %.5f (tolerance %.2f)\n",
+              GetParam().c_str(), compared, diverged, max_diff, tolerance);
+  EXPECT_GT(compared, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, HfReference, ::testing::ValuesIn(golden_files()),
+                         [](const auto& info) {
+                           std::string n = info.param.substr(3, info.param.size() - 8);
+                           for (char& ch : n) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tessera
