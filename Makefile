@@ -46,7 +46,8 @@ fuzz: setup $(FUZZ_BUILD)/build.ninja
 	@bash scripts/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: setup build
-	@bash bench/run_vs_llamacpp.sh
+	@bash scripts/setup_bench.sh
+	@BENCH_PYTHON=$${BENCH_VENV:-/opt/benchenv}/bin/python bash bench/run_vs_llamacpp.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
