@@ -1,0 +1,198 @@
+// matmul dispatcher: picks the kernel for the weight format, quantizes x for the integer
+// kernels, and splits the output over OpenMP threads.
+//
+// Work split: each thread owns a contiguous range of weight rows (or of x rows when n is
+// small), walked in chunks of kChunkN weight rows; a kernel call sweeps a block of x rows
+// (sized to stay in L2) over one chunk, so the chunk is reused from L1/L2 (prefill), and
+// weights stream once, in order (decode).
+#include "backend/cpu/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "backend/cpu/matmul_internal.h"
+#include "common/check.h"
+
+namespace tessera::cpu {
+namespace {
+
+using detail::GemmArgs;
+using detail::TileFn;
+
+TileFn tile_fn(DType t) {
+  switch (t) {
+    case DType::kF32: return detail::gemm_f32;
+    case DType::kF16: return detail::gemm_f16;
+    case DType::kBF16: return detail::gemm_bf16;
+    case DType::kQ4_0: return detail::gemm_q4_0;
+    case DType::kQ4_1: return detail::gemm_q4_1;
+    case DType::kQ5_0: return detail::gemm_q5_0;
+    case DType::kQ5_1: return detail::gemm_q5_1;
+    case DType::kQ8_0: return detail::gemm_q8_0;
+    case DType::kQ4_K: return detail::gemm_q4_k;
+    case DType::kQ5_K: return detail::gemm_q5_k;
+    case DType::kQ6_K: return detail::gemm_q6_k;
+    case DType::kI32: break;
+  }
+  return nullptr;
+}
+
+// Per calling thread: storage for the quantized activations, grown on demand, never shrunk.
+struct ActScratch {
+  std::unique_ptr<std::byte[]> buf;
+  size_t cap = 0;
+
+  std::byte* get(size_t bytes) {
+    if (bytes > cap) {
+      cap = std::max(bytes, cap * 3 / 2);
+      buf.reset(new std::byte[cap + 64]);
+    }
+    auto p = reinterpret_cast<uintptr_t>(buf.get());
+    return reinterpret_cast<std::byte*>((p + 63) & ~uintptr_t{63});
+  }
+};
+
+QuantizedActs layout_acts(int64_t m, int64_t k) {
+  thread_local ActScratch scratch;
+  QuantizedActs q;
+  q.m = m;
+  q.k = k;
+  q.nb = k / kQK;
+  q.nb_pad = (q.nb + 7) / 8 * 8;
+  q.qs_stride = k;  // k % 32 == 0: every row's qs stays 32-byte aligned
+  auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
+  const size_t qs_bytes = round64(static_cast<size_t>(m * k));
+  const size_t f_bytes = round64(static_cast<size_t>(m * q.nb_pad) * sizeof(float));
+  const size_t s16_bytes = round64(static_cast<size_t>(m * q.nb * 2) * sizeof(int16_t));
+  const size_t ds_bytes = round64(static_cast<size_t>(m * q.nb * 2) * sizeof(float));
+  std::byte* base = scratch.get(qs_bytes + 2 * f_bytes + s16_bytes + ds_bytes);
+  q.qs = reinterpret_cast<int8_t*>(base);
+  q.d = reinterpret_cast<float*>(base + qs_bytes);
+  q.s = reinterpret_cast<float*>(base + qs_bytes + f_bytes);
+  q.sum16 = reinterpret_cast<int16_t*>(base + qs_bytes + 2 * f_bytes);
+  q.ds = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes + s16_bytes);
+  return q;
+}
+
+constexpr int64_t kChunkN = 64;  // weight rows per kernel call (cache block of w)
+
+struct Job {
+  GemmArgs args;
+  TileFn fn;
+  int64_t n_begin;  // offset of this weight's rows in the concatenated output range
+};
+
+// Thread tid's share of the output: a contiguous range of the concatenated weight rows
+// (aligned to 8) and, when there are too few rows to go round, a range of x rows instead.
+void run_share(const Job* jobs, int count, int64_t total_n, int64_t m, int tid, int nth) {
+  int64_t i0 = 0, i1 = m, g0 = 0, g1 = total_n;
+  if (nth > 1) {
+    if (total_n >= 16 * nth || m < 4 * nth) {
+      g0 = std::min(total_n, (total_n * tid / nth + 7) / 8 * 8);
+      g1 = tid + 1 == nth ? total_n : std::min(total_n, (total_n * (tid + 1) / nth + 7) / 8 * 8);
+    } else {
+      i0 = std::min(m, (m * tid / nth + 3) / 4 * 4);
+      i1 = tid + 1 == nth ? m : std::min(m, (m * (tid + 1) / nth + 3) / 4 * 4);
+    }
+  }
+  if (i0 >= i1) return;
+  // x rows in blocks of ~192 KB of (quantized) activations, so a block stays in L2 while every
+  // weight chunk passes over it; each weight chunk is then read once per block.
+  const int64_t k = jobs[0].args.k;
+  const int64_t m_block = std::max<int64_t>(16, (192 * 1024 / k) / 16 * 16);
+  for (int64_t ib = i0; ib < i1; ib += m_block) {
+    const int64_t ie = std::min(i1, ib + m_block);
+    for (int t = 0; t < count; ++t) {
+      const Job& job = jobs[t];
+      const int64_t j0 = std::max<int64_t>(0, g0 - job.n_begin);
+      const int64_t j1 = std::min(job.args.n, g1 - job.n_begin);
+      for (int64_t j = j0; j < j1; j += kChunkN) job.fn(job.args, ib, ie, j, std::min(j1, j + kChunkN));
+    }
+  }
+}
+
+// Shared by matmul and matmul_multi: every weight has k columns; x is quantized at most once.
+void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
+  bool quantized = false;
+  int64_t total_n = 0;
+  for (int t = 0; t < count; ++t) {
+    jobs[t].n_begin = total_n;
+    total_n += jobs[t].args.n;
+    quantized |= jobs[t].args.xq != nullptr;
+  }
+  if (m <= 0 || total_n <= 0) return;
+  QuantizedActs xq;
+  if (quantized) {
+    xq = layout_acts(m, k);
+    for (int t = 0; t < count; ++t)
+      if (jobs[t].args.xq != nullptr) jobs[t].args.xq = &xq;
+  }
+
+  // Small problems are not worth waking the team (~1-2 us per parallel region).
+  const double work = static_cast<double>(m) * total_n * k;
+  int nth = omp_get_max_threads();
+  if (work < 64.0 * 1024 || omp_in_parallel()) nth = 1;
+  if (nth == 1) {
+    if (quantized) detail::quantize_acts_rows(x, k, 0, m, &xq);
+    run_share(jobs, count, total_n, m, 0, 1);
+    return;
+  }
+  // Quantizing one row costs less than a barrier: do it before forking.
+  const bool quantize_inside = quantized && m >= 2 * nth;
+  if (quantized && !quantize_inside) detail::quantize_acts_rows(x, k, 0, m, &xq);
+#pragma omp parallel num_threads(nth)
+  {
+    const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+    if (quantize_inside) {
+      detail::quantize_acts_rows(x, k, m * tid / team, m * (tid + 1) / team, &xq);
+#pragma omp barrier
+    }
+    run_share(jobs, count, total_n, m, tid, team);
+  }
+}
+
+Job make_job(const float* x, int64_t m, const TensorView& w, float* y) {
+  TESSERA_CHECK(w.shape.size() == 2);
+  const int64_t n = w.rows(), k = w.cols();
+  Job job;
+  job.fn = tile_fn(w.dtype);
+  TESSERA_CHECK_MSG(job.fn != nullptr, "matmul: unsupported weight dtype");
+  TESSERA_CHECK(k % dtype_info(w.dtype).block_size == 0);
+  TESSERA_CHECK(static_cast<int64_t>(w.nbytes) >= n * row_bytes(w.dtype, k));
+  GemmArgs& a = job.args;
+  a.x = x;
+  a.m = m;
+  a.k = k;
+  a.w = w.data;
+  a.w_stride = row_bytes(w.dtype, k);
+  a.y = y;
+  a.n = n;
+  // Placeholder until run_jobs lays out the scratch: marks "needs quantized x".
+  static const QuantizedActs kPending;
+  a.xq = dtype_info(w.dtype).quantized ? &kPending : nullptr;
+  return job;
+}
+
+}  // namespace
+
+void matmul(const float* x, int64_t m, const TensorView& w, float* y) {
+  Job job = make_job(x, m, w, y);
+  run_jobs(x, m, w.cols(), &job, 1);
+}
+
+void matmul_multi(const float* x, int64_t m, std::span<const MatmulOutput> outs) {
+  constexpr int kMaxJobs = 8;
+  TESSERA_CHECK(!outs.empty() && outs.size() <= kMaxJobs);
+  Job jobs[kMaxJobs];
+  const int64_t k = outs[0].w->cols();
+  for (size_t t = 0; t < outs.size(); ++t) {
+    TESSERA_CHECK(outs[t].w->cols() == k);
+    jobs[t] = make_job(x, m, *outs[t].w, outs[t].y);
+  }
+  run_jobs(x, m, k, jobs, static_cast<int>(outs.size()));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,71 @@
+// Kernel interface shared by the matmul dispatcher (matmul.cc) and the per-format kernels.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/quant_blocks.h"
+#include "tensor/dtype.h"
+
+namespace tessera::cpu::detail {
+
+// One matmul call: y[i, j] = sum_k x[i, k] w[j, k].
+struct GemmArgs {
+  const float* x = nullptr;      // [m, k] fp32 (float kernels)
+  const QuantizedActs* xq = nullptr;  // x quantized (integer kernels)
+  int64_t m = 0;
+  int64_t k = 0;
+  const std::byte* w = nullptr;  // [n, k] in its stored format
+  int64_t w_stride = 0;          // bytes between weight rows
+  float* y = nullptr;            // [m, n]
+  int64_t n = 0;
+};
+
+// Computes the output block rows [i0, i1) x columns [j0, j1).
+using TileFn = void (*)(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+// Per-format kernels (matmul_float.cc, matmul_legacy.cc, matmul_kquant.cc). Each computes
+// the same per-element instruction sequence whatever the block it is given, so results do
+// not depend on the thread split.
+void gemm_f32(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_f16(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_bf16(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q4_0(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q4_1(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q5_0(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q5_1(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q8_0(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q4_k(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q5_k(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void gemm_q6_k(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+// Quantizes rows [i0, i1) of x [m, k] into q (layout in quant_blocks.h); k % 32 == 0.
+void quantize_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, QuantizedActs* q);
+
+// ---- small AVX2 helpers ----------------------------------------------------------------
+
+inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Horizontal sums of four vectors: {sum(a), sum(b), sum(c), sum(d)}.
+inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_hadd_ps(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 cd = _mm256_hadd_ps(c, d);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a b c d (low half) | a b c d (high half)
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+inline float load_half(const void* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+}  // namespace tessera::cpu::detail
