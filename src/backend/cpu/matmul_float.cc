@@ -53,6 +53,8 @@ void tile(const GemmArgs& a, int64_t i0, int64_t j0) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   int64_t e = 0;
   for (; e + 8 <= k; e += 8) {
+    // Small m (decode): the C contiguous rows stream from DRAM.
+    if constexpr (R < 4) prefetch_ahead<8 * L::kBytes * C>(w[0] + e * L::kBytes * C);
     __m256 wv[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) wv[c] = L::load8(w[c] + e * L::kBytes);

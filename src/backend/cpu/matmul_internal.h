@@ -62,6 +62,17 @@ inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+// Decode streams weights from DRAM; the hardware prefetcher alone leaves single-thread GEMV
+// at ~60% of the bandwidth on Zen 3 (measured 5.5 -> 7-9 GB/s with this). Prefetch the
+// kStepBytes consumed per step, kPrefetchDistance bytes ahead of the stream position p.
+inline constexpr int kPrefetchDistance = 2048;
+template <int kStepBytes>
+inline void prefetch_ahead(const void* p) {
+  const char* q = static_cast<const char*>(p) + kPrefetchDistance;
+#pragma GCC unroll 8
+  for (int off = 0; off < kStepBytes; off += 64) _mm_prefetch(q + off, _MM_HINT_T0);
+}
+
 inline float load_half(const void* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);

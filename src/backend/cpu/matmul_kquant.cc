@@ -60,6 +60,7 @@ void tile_q45k(const GemmArgs& a, int64_t i0, int64_t j) {
 
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = w + sb * sizeof(Block);
+    if constexpr (R < 4) prefetch_ahead<sizeof(Block)>(blk);
     const float d = load_half(blk + offsetof(Block, d));
     const float dmin = load_half(blk + offsetof(Block, dmin));
     uint8_t sm[16];
@@ -119,6 +120,7 @@ void tile_q6k(const GemmArgs& a, int64_t i0, int64_t j) {
 
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = w + sb * sizeof(BlockQ6_K);
+    if constexpr (R < 4) prefetch_ahead<sizeof(BlockQ6_K)>(blk);
     const float d = load_half(blk + offsetof(BlockQ6_K, d));
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + offsetof(BlockQ6_K, scales));
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
