@@ -47,9 +47,7 @@ void AttentionBlock::forward(const float* x, const ForwardBatch& batch, KvCache&
   s.k.resize(n * nkv * hd);
   s.v.resize(n * nkv * hd);
   s.attn.resize(n * nh * hd);
-  q_proj_.forward(x, n, s.q.data());
-  k_proj_.forward(x, n, s.k.data());
-  v_proj_.forward(x, n, s.v.data());
+  Linear::forward_shared_input(x, n, {{&q_proj_, s.q.data()}, {&k_proj_, s.k.data()}, {&v_proj_, s.v.data()}});
   if (!q_norm_.empty()) {
     const float eps = static_cast<float>(c.rms_norm_eps);
     cpu::rms_norm(s.q.data(), q_norm_.data(), eps, n * nh, hd, s.q.data());

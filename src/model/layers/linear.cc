@@ -42,14 +42,27 @@ Result<Linear> Linear::load(const WeightStore& store, const std::string& name,
   return l;
 }
 
-void Linear::forward(const float* x, int64_t m, float* y) const {
-  cpu::matmul(x, m, weight_, y);
+void Linear::add_bias(int64_t m, float* y) const {
   if (bias_.empty()) return;
   const int64_t n = out_features();
   for (int64_t i = 0; i < m; ++i) {
     float* row = y + i * n;
     for (int64_t j = 0; j < n; ++j) row[j] += bias_[j];
   }
+}
+
+void Linear::forward(const float* x, int64_t m, float* y) const {
+  cpu::matmul(x, m, weight_, y);
+  add_bias(m, y);
+}
+
+void Linear::forward_shared_input(const float* x, int64_t m,
+                                  std::initializer_list<std::pair<const Linear*, float*>> outs) {
+  std::vector<cpu::MatmulOutput> mo;
+  mo.reserve(outs.size());
+  for (const auto& [layer, y] : outs) mo.push_back({&layer->weight_, y});
+  cpu::matmul_multi(x, m, mo);
+  for (const auto& [layer, y] : outs) layer->add_bias(m, y);
 }
 
 }  // namespace tessera

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -26,11 +28,18 @@ class Linear {
   // y [m, out_features] = x [m, in_features] W^T + b
   void forward(const float* x, int64_t m, float* y) const;
 
+  // Several layers that read the same x (q/k/v, gate/up) in one pass: x is quantized
+  // once and one thread region covers all outputs. Same results as separate forwards.
+  static void forward_shared_input(const float* x, int64_t m,
+                                   std::initializer_list<std::pair<const Linear*, float*>> outs);
+
   int64_t out_features() const { return weight_.rows(); }
   int64_t in_features() const { return weight_.cols(); }
   const TensorView& weight() const { return weight_; }
 
  private:
+  void add_bias(int64_t m, float* y) const;
+
   TensorView weight_;       // [out_features, in_features], any supported dtype
   std::vector<float> bias_;  // [out_features] or empty
 };

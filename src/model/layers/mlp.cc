@@ -24,8 +24,7 @@ void GatedMlp::forward(const float* x, int64_t n, MlpScratch& s, float* out) con
   const int64_t inter = gate_.out_features();
   s.gate.resize(n * inter);
   s.up.resize(n * inter);
-  gate_.forward(x, n, s.gate.data());
-  up_.forward(x, n, s.up.data());
+  Linear::forward_shared_input(x, n, {{&gate_, s.gate.data()}, {&up_, s.up.data()}});
   cpu::silu_and_mul(s.gate.data(), s.up.data(), n, inter, s.gate.data());
   down_.forward(s.gate.data(), n, out);
 }
