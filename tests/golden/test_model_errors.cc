@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 class ModelErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    src_ = testing::shared_data() + "/models/stories260K";
+    src_ = testing::test_data() + "/stories260K";
     if (!testing::exists(src_)) GTEST_SKIP() << "missing " << src_;
     dir_ = fs::temp_directory_path() / ("tessera_model_errors_" + std::to_string(::getpid()));
     fs::remove_all(dir_);

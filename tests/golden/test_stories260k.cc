@@ -16,7 +16,7 @@ namespace {
 class Stories260K : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Stories260K, GreedyMatchesUpstream256Positions) {
-  const std::string dir = testing::shared_data() + "/models/stories260K";
+  const std::string dir = testing::test_data() + "/stories260K";
   const std::string golden_path = dir + "/golden-greedy-256.json";
   if (!testing::exists(golden_path)) GTEST_SKIP() << "missing " << golden_path;
   std::ifstream in(golden_path);
