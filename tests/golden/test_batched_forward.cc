@@ -11,7 +11,7 @@ namespace tessera {
 namespace {
 
 TEST(BatchedForward, MixedBatchEqualsSequentialDecode) {
-  const std::string path = testing::shared_data() + "/models/stories260K/stories260K-f32.gguf";
+  const std::string path = testing::test_data() + "/stories260K/stories260K-f32.gguf";
   if (!testing::exists(path)) GTEST_SKIP() << "missing " << path;
   auto model = load_model(path);
   ASSERT_TRUE(model.ok()) << model.error();
