@@ -20,6 +20,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchOptions {
+  std::string activation_precision = "int8";
   std::string model;
   int threads = 0;
   int64_t prompt_tokens = 512;
@@ -29,6 +30,7 @@ struct BenchOptions {
 
 int run_bench(const BenchOptions& o) {
   set_threads(o.threads);
+  apply_activation_precision(o.activation_precision);
   auto model = load_model(o.model);
   if (!model.ok()) {
     std::cerr << "error: " << model.error() << "\n";
@@ -66,7 +68,7 @@ int run_bench(const BenchOptions& o) {
   const double prompt_tok_s = static_cast<double>(t.num_prompt_tokens) / t.prompt_seconds;
   const double decode_tok_s = t.num_decode_steps > 0 ? static_cast<double>(t.num_decode_steps) / t.decode_seconds : 0.0;
   if (o.json) {
-    nlohmann::json j = {{"engine", "tessera"}, {"version", TESSERA_VERSION},         {"threads", o.threads},
+    nlohmann::json j = {{"engine", "tessera"}, {"version", TESSERA_VERSION}, {"activation_precision", o.activation_precision},         {"threads", o.threads},
                         {"prompt_tokens", o.prompt_tokens}, {"gen_tokens", o.gen_tokens},
                         {"prompt_s", t.prompt_seconds},  {"prompt_tok_s", prompt_tok_s},
                         {"decode_s", t.decode_seconds},  {"decode_tok_s", decode_tok_s},
@@ -89,6 +91,7 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "Measure prompt and decode speed of one sequence");
   cmd->add_option("--model", o->model, "Model directory, .safetensors or .gguf file")->required();
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
+  add_activation_precision_option(cmd, &o->activation_precision);
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length");
   cmd->add_option("--gen-tokens", o->gen_tokens, "Tokens to generate");
   cmd->add_flag("--json", o->json, "Print one JSON line");

@@ -11,4 +11,8 @@ void add_bench_command(CLI::App& app, int* exit_code);
 // Sets the number of CPU threads the kernels use (0 = all cores).
 void set_threads(int threads);
 
+// --activation-precision int8|precise: how quantized-weight matmuls quantize activations.
+void add_activation_precision_option(CLI::App* cmd, std::string* value);
+void apply_activation_precision(const std::string& value);
+
 }  // namespace tessera::cli

@@ -15,6 +15,7 @@ namespace tessera::cli {
 namespace {
 
 struct GenerateOptions {
+  std::string activation_precision = "int8";
   std::string model;
   std::string prompts_file;
   std::vector<int32_t> prompt_token_ids;
@@ -66,6 +67,7 @@ Result<std::vector<int32_t>> parse_prompt_line(const std::string& line, int64_t 
 
 int run_generate(GenerateOptions& o) {
   set_threads(o.threads);
+  apply_activation_precision(o.activation_precision);
   if (o.seed >= 0) o.params.seed = static_cast<uint64_t>(o.seed);
   if (std::string err = o.params.validate(); !err.empty()) {
     std::cerr << "error: " << err << "\n";
@@ -140,6 +142,7 @@ void add_generate_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--ignore-eos", o->params.ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd->add_flag("--json", o->json, "One JSON line per request");
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
+  add_activation_precision_option(cmd, &o->activation_precision);
   cmd->callback([o, exit_code] { *exit_code = run_generate(*o); });
 }
 

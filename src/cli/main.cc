@@ -2,12 +2,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/cpu/matmul.h"
 #include "cli/commands.h"
 
 namespace tessera::cli {
 
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
+}
+
+void add_activation_precision_option(CLI::App* cmd, std::string* value) {
+  cmd->add_option("--activation-precision", *value,
+                  "Quantized weights: int8 activations (fast, as llama.cpp) or precise "
+                  "(two 8-bit passes, matches fp32 references to ~1e-3 in logprob)")
+      ->check(CLI::IsMember({"int8", "precise"}));
+}
+
+void apply_activation_precision(const std::string& value) {
+  cpu::set_activation_precision(value == "precise" ? cpu::ActivationPrecision::kInt8Residual
+                                                   : cpu::ActivationPrecision::kInt8);
 }
 
 }  // namespace tessera::cli

@@ -10,8 +10,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "backend/cpu/matmul_internal.h"
 #include "common/check.h"
@@ -114,6 +116,59 @@ void run_share(const Job* jobs, int count, int64_t total_n, int64_t m, int tid, 
   }
 }
 
+void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count);
+
+// x = Q(x) + r, where r is what 8-bit quantization of x left out; r is quantized in turn
+// and both run as 2m x rows (each weight chunk is unpacked once for both), then summed:
+//   y = W Q(x) + W Q(r),  |x - Q(x) - Q(r)| <= max|r| / 254 per block (~15-bit activations).
+// Returns false when some weight is not quantized.
+bool run_with_residual(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
+  int64_t total_n = 0;
+  for (int t = 0; t < count; ++t) {
+    if (jobs[t].args.xq == nullptr) return false;
+    total_n += jobs[t].args.n;
+  }
+  thread_local std::vector<float> x2, y2;
+  x2.resize(static_cast<size_t>(2 * m * k));
+  y2.resize(static_cast<size_t>(2 * m * total_n));
+  QuantizedActs q0 = layout_acts(m, k);
+  detail::quantize_acts_rows(x, k, 0, m, &q0);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = x + i * k;
+    const int8_t* qs = q0.row_qs(i);
+    const float* d = q0.row_d(i);
+    float* hi = x2.data() + i * k;
+    float* lo = x2.data() + (m + i) * k;
+    for (int64_t e = 0; e < k; ++e) {
+      hi[e] = xr[e];
+      lo[e] = xr[e] - d[e / kQK] * static_cast<float>(qs[e]);
+    }
+  }
+  Job two[8];
+  int64_t offset = 0;
+  for (int t = 0; t < count; ++t) {
+    two[t] = jobs[t];
+    two[t].args.x = x2.data();
+    two[t].args.m = 2 * m;
+    two[t].args.y = y2.data() + 2 * m * offset;
+    offset += jobs[t].args.n;
+  }
+  run_jobs(x2.data(), 2 * m, k, two, count);
+  offset = 0;
+  for (int t = 0; t < count; ++t) {
+    const int64_t n = jobs[t].args.n;
+    const float* yt = y2.data() + 2 * m * offset;
+    float* y = jobs[t].args.y;
+    for (int64_t i = 0; i < m * n; ++i) y[i] = yt[i] + yt[m * n + i];
+    offset += n;
+  }
+  return true;
+}
+
+std::atomic<ActivationPrecision> g_precision{ActivationPrecision::kInt8};
+
+bool use_residual() { return g_precision.load(std::memory_order_relaxed) == ActivationPrecision::kInt8Residual; }
+
 // Shared by matmul and matmul_multi: every weight has k columns; x is quantized at most once.
 void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
   bool quantized = false;
@@ -178,8 +233,12 @@ Job make_job(const float* x, int64_t m, const TensorView& w, float* y) {
 
 }  // namespace
 
+void set_activation_precision(ActivationPrecision p) { g_precision.store(p); }
+ActivationPrecision activation_precision() { return g_precision.load(); }
+
 void matmul(const float* x, int64_t m, const TensorView& w, float* y) {
   Job job = make_job(x, m, w, y);
+  if (use_residual() && run_with_residual(x, m, w.cols(), &job, 1)) return;
   run_jobs(x, m, w.cols(), &job, 1);
 }
 
@@ -192,6 +251,7 @@ void matmul_multi(const float* x, int64_t m, std::span<const MatmulOutput> outs)
     TESSERA_CHECK(outs[t].w->cols() == k);
     jobs[t] = make_job(x, m, *outs[t].w, outs[t].y);
   }
+  if (use_residual() && run_with_residual(x, m, k, jobs, static_cast<int>(outs.size()))) return;
   run_jobs(x, m, k, jobs, static_cast<int>(outs.size()));
 }
 

@@ -20,6 +20,17 @@ namespace tessera::cpu {
 // alias x.
 void matmul(const float* x, int64_t m, const TensorView& w, float* y);
 
+// How quantized-weight matmuls quantize their fp32 activations.
+enum class ActivationPrecision {
+  kInt8,          // 8-bit blocks of 32, as llama.cpp does: fastest; logprobs within ~0.2 of
+                  // an fp32 reference on real models
+  kInt8Residual,  // x = Q(x) + Q(x - Q(x)), two 8-bit passes (~15 bits): matches an fp32
+                  // reference to ~1e-3 in logprob; prefill ~2x and decode ~10% slower
+};
+// Process-wide; set before running models (not while a matmul is in flight).
+void set_activation_precision(ActivationPrecision p);
+ActivationPrecision activation_precision();
+
 struct MatmulOutput {
   const TensorView* w;  // [n_t, k]
   float* y;             // [m, n_t]
