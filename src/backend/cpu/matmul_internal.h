@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backend/cpu/quant_blocks.h"
+#include "backend/cpu/simd.h"
 #include "tensor/dtype.h"
 
 namespace tessera::cpu::detail {
@@ -47,12 +48,7 @@ void quantize_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, Quant
 
 // ---- small AVX2 helpers ----------------------------------------------------------------
 
-inline float sum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+inline float sum8(__m256 v) { return hsum(v); }
 
 // Horizontal sums of four vectors: {sum(a), sum(b), sum(c), sum(d)}.
 inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
