@@ -82,7 +82,7 @@ void paged_attention(const float* q, const float* k_cache, const float* v_cache,
   const int64_t items = num_tokens * shape.num_heads;
 #pragma omp parallel if (items > 1)
   {
-    std::vector<float> scores;
+    thread_local std::vector<float> scores;  // grows to the longest context, kept across calls
 #pragma omp for schedule(dynamic, 4)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t t = item / shape.num_heads;
