@@ -9,6 +9,7 @@ namespace tessera {
 
 std::string SamplingParams::validate() const {
   if (max_tokens < 1) return "max_tokens must be at least 1, got " + std::to_string(max_tokens);
+  if (max_tokens > (int64_t{1} << 30)) return "max_tokens is too large: " + std::to_string(max_tokens);
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return "temperature must be >= 0";
   if (top_k == 0 || top_k < -1) return "top_k must be -1 (disabled) or at least 1";
   if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1]";

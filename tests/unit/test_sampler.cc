@@ -70,6 +70,8 @@ TEST(SamplingParams, Validation) {
   EXPECT_EQ(p.validate(), "");
   p.max_tokens = 0;
   EXPECT_NE(p.validate(), "");
+  p.max_tokens = INT64_MAX;  // would overflow prompt + max_tokens
+  EXPECT_NE(p.validate(), "");
   p = {};
   p.temperature = -1;
   EXPECT_NE(p.validate(), "");
