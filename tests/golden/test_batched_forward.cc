@@ -43,9 +43,6 @@ TEST(BatchedForward, MixedBatchEqualsSequentialDecode) {
   auto run = [&](const std::vector<std::tuple<int, int, int>>& parts) {  // (seq, start, n)
     ForwardBatch b;
     for (auto [s, start, n] : parts) {
-      for (int i = 0; i < n; ++i) {
-        (void)i;
-      }
       b.add_sequence(seqs[s].data() + start, n, start, tables[s], bs, false);
     }
     // Ask logits for every token so each position can be compared.

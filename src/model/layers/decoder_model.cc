@@ -93,7 +93,8 @@ void DecoderModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
     return;
   }
   // Padded embedding tables: compute all rows, keep the first vocab_size of each.
-  std::vector<float> full(num_logits * lm_head_.out_features());
+  std::vector<float>& full = padded_logits_;
+  full.resize(num_logits * lm_head_.out_features());
   lm_head_.forward(selected_.data(), num_logits, full.data());
   for (int64_t i = 0; i < num_logits; ++i) {
     std::memcpy(logits + i * config_.vocab_size, full.data() + i * lm_head_.out_features(),

@@ -43,6 +43,7 @@ class DecoderModel : public Model {
   std::vector<float> normed_;    // [num_tokens, hidden]
   std::vector<float> branch_;    // [num_tokens, hidden]
   std::vector<float> selected_;  // [num_logits, hidden]
+  std::vector<float> padded_logits_;  // [num_logits, embedding rows] when rows > vocab_size
   AttentionScratch attn_scratch_;
   MlpScratch mlp_scratch_;
 };
