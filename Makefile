@@ -22,12 +22,12 @@ $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON -DTESSERA_BENCH=OFF -DTESSERA_CUDA_CHECK=OFF $(CMAKE_FLAGS)
 
 build-asan: $(ASAN_BUILD)/build.ninja
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit_tests
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Unit tests under ASan+UBSan; every test (unit, golden vs HF and upstream) in the release build.
+# CPU-only test programs under ASan+UBSan; every test (unit, golden vs HF and upstream) in the release build.
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -R '^unit_tests$$'
+	  ctest --output-on-failure -R '^(unit|tokenizer|chat)_tests$$'
 
 test: setup
 	$(MAKE) build
