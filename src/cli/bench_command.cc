@@ -20,7 +20,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchOptions {
-  std::string activation_precision = "int8";
+  std::string activation_precision = "precise";
   std::string model;
   int threads = 0;
   int64_t prompt_tokens = 512;

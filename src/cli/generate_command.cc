@@ -15,7 +15,7 @@ namespace tessera::cli {
 namespace {
 
 struct GenerateOptions {
-  std::string activation_precision = "int8";
+  std::string activation_precision = "precise";
   std::string model;
   std::string prompts_file;
   std::vector<int32_t> prompt_token_ids;

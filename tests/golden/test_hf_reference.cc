@@ -3,8 +3,8 @@
 // the two differ each side's token is in the other's top-5, after which the sequences
 // diverge and comparison stops (vLLM's check_logprobs_close). On agreeing positions the
 // token's logprob is within 0.02 of HF's for float weights and 0.15 for quantized weights
-// with precise activations (HF runs the dequantized weights in fp32). Quantized weights
-// also run with the default int8 activations (as llama.cpp does), bound 0.40: llama.cpp
+// with the default precise activations (HF runs the dequantized weights in fp32). Quantized
+// weights also run with int8 activations (as llama.cpp does), bound 0.40: llama.cpp
 // itself deviates by up to 0.23 on the same goldens (tools/reference/check_gguf_llamacpp.py).
 #include <gtest/gtest.h>
 
@@ -117,7 +117,7 @@ TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
   ASSERT_TRUE(model.ok()) << model.error();
   std::vector<std::pair<cpu::ActivationPrecision, double>> modes = {{cpu::ActivationPrecision::kInt8, 0.02}};
   if (is_quantized(source)) {
-    modes = {{cpu::ActivationPrecision::kInt8Residual, 0.15}, {cpu::ActivationPrecision::kInt8, 0.40}};
+    modes = {{cpu::ActivationPrecision::kPrecise, 0.15}, {cpu::ActivationPrecision::kInt8, 0.40}};
   }
   for (const auto& [precision, tolerance] : modes) {
     cpu::set_activation_precision(precision);
@@ -125,7 +125,7 @@ TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
                        : precision == cpu::ActivationPrecision::kInt8 ? "int8" : "precise";
     check_against_golden(**model, golden, tolerance, mode);
   }
-  cpu::set_activation_precision(cpu::ActivationPrecision::kInt8);
+  cpu::set_activation_precision(cpu::ActivationPrecision::kPrecise);
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, HfReference, ::testing::ValuesIn(golden_files()),

@@ -1,11 +1,14 @@
 // matmul against double-precision references over dequantized weights, for every weight
 // dtype, decode and prefill shapes, 1 and 2 threads, misaligned weight rows.
 //
-// Quantized weights are checked twice:
-//  - against x quantized the way the kernels document (8-bit blocks of 32, d = max|x| / 127,
-//    round-half-even): only fp32 rounding differs, so the tolerance is tight;
+// Quantized weights run with both activation precisions and are checked twice:
+//  - against x quantized the way the kernels document (blocks of 32, d = max|x| / L,
+//    round-half-even; L = 127 for int8, 32767 for the 16-bit precise path of the 32-element
+//    formats): only fp32 rounding differs, so the tolerance is tight;
 //  - against the exact x, within the rigorous bound of that quantization:
-//    sum_b (max_b |x| / 254) sum_{e in b} |w_e|.
+//    sum_b (max_b |x| / 2L) sum_{e in b} |w_e|.
+// K-quants in precise mode run two 8-bit passes; they are held to the int8 bound here and
+// to a tighter one in test_matmul_precision.cc.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -53,15 +56,26 @@ Weight make_weight(DType t, int64_t n, int64_t k, int misalign, std::mt19937* rn
   return w;
 }
 
-// x as the integer kernels see it (see matmul.h): per 32-block, d = max|x| / 127,
-// q = round_half_even(x * (127 / max)).
-std::vector<double> quantize_x_like_kernels(const std::vector<float>& x) {
+// The activation precision for the life of a scope.
+struct ScopedPrecision {
+  explicit ScopedPrecision(ActivationPrecision p) : saved(activation_precision()) { set_activation_precision(p); }
+  ~ScopedPrecision() { set_activation_precision(saved); }
+  ActivationPrecision saved;
+};
+
+bool is_legacy_quant(DType t) {
+  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ8_0;
+}
+
+// x as the integer kernels see it (see matmul.h): per 32-block, d = max|x| / levels,
+// q = round_half_even(x * (levels / max)).
+std::vector<double> quantize_x_like_kernels(const std::vector<float>& x, float levels) {
   std::vector<double> out(x.size());
   for (size_t b = 0; b < x.size(); b += 32) {
     float amax = 0;
     for (size_t e = b; e < b + 32; ++e) amax = std::max(amax, std::fabs(x[e]));
-    const float d = amax / 127.0f;
-    const float id = amax > 0 ? 127.0f / amax : 0.0f;
+    const float d = amax / levels;
+    const float id = amax > 0 ? levels / amax : 0.0f;
     for (size_t e = b; e < b + 32; ++e) out[e] = static_cast<double>(std::nearbyint(x[e] * id)) * d;
   }
   return out;
@@ -77,8 +91,13 @@ std::string name_of(const Case& c) {
          " k=" + std::to_string(c.k);
 }
 
-void check_case(const Case& c, int misalign, uint32_t seed) {
-  SCOPED_TRACE(name_of(c) + " misalign=" + std::to_string(misalign));
+void check_case(const Case& c, int misalign, uint32_t seed,
+                ActivationPrecision precision = ActivationPrecision::kInt8) {
+  const bool precise = precision == ActivationPrecision::kPrecise;
+  SCOPED_TRACE(name_of(c) + " misalign=" + std::to_string(misalign) + (precise ? " precise" : " int8"));
+  ScopedPrecision scoped(precision);
+  // Levels of the reference quantization; 0: no tight reference (K-quants, precise mode).
+  const float levels = !precise ? 127.0f : is_legacy_quant(c.t) ? 32767.0f : 0.0f;
   std::mt19937 rng(seed);
   const Weight w = make_weight(c.t, c.n, c.k, misalign, &rng);
   std::normal_distribution<float> xdist(0.0f, 1.0f);
@@ -100,7 +119,8 @@ void check_case(const Case& c, int misalign, uint32_t seed) {
   int bad = 0;
   for (int64_t i = 0; i < c.m && bad < 5; ++i) {
     std::vector<float> xr(x.begin() + i * c.k, x.begin() + (i + 1) * c.k);
-    const std::vector<double> xq = quantized ? quantize_x_like_kernels(xr) : std::vector<double>(xr.begin(), xr.end());
+    const std::vector<double> xq = quantized && levels > 0 ? quantize_x_like_kernels(xr, levels)
+                                                           : std::vector<double>(xr.begin(), xr.end());
     for (int64_t j = 0; j < c.n && bad < 5; ++j) {
       const double* wr = &w.deq[j * c.k];
       double exact = 0, with_xq = 0, mag = 0, wmax = 0, bound = 0;
@@ -127,12 +147,13 @@ void check_case(const Case& c, int misalign, uint32_t seed) {
           wsum += std::fabs(wr[e]);
           xabs += std::fabs(xq[e]);
         }
-        bound += amax / 254.0 * wsum;
+        bound += amax / (2.0 * (levels > 0 ? levels : 127.0)) * wsum;
       }
       // fp32 rounding: relative to the largest intermediate, bounded by sum |xq| max |w|
       // (a min term can exceed |w| where q d and m cancel; 4x covers it).
       const double fp_tol = 2e-5 * xabs * wmax * 4 + 1e-6;
-      if (std::fabs(got - with_xq) > fp_tol || std::fabs(got - exact) > bound * 1.001 + fp_tol) {
+      const bool tight_ok = levels == 0 || std::fabs(got - with_xq) <= fp_tol;
+      if (!tight_ok || std::fabs(got - exact) > bound * 1.001 + fp_tol) {
         ADD_FAILURE() << "y[" << i << "," << j << "] = " << got << " want " << with_xq << " (quantized x), "
                       << exact << " (exact x); tol " << fp_tol << ", bound " << bound;
         ++bad;
@@ -144,10 +165,10 @@ void check_case(const Case& c, int misalign, uint32_t seed) {
 const DType kAllTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                            DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
-class MatmulAllTypes : public ::testing::TestWithParam<DType> {};
+class MatmulAllTypes : public ::testing::TestWithParam<std::tuple<DType, ActivationPrecision>> {};
 
 TEST_P(MatmulAllTypes, MatchesReferenceOverShapes) {
-  const DType t = GetParam();
+  const auto [t, precision] = GetParam();
   const int64_t ms[] = {1, 2, 7, 64, 130};
   const int64_t ns[] = {1, 5, 33, 576};
   std::vector<int64_t> ks;
@@ -160,21 +181,26 @@ TEST_P(MatmulAllTypes, MatchesReferenceOverShapes) {
       // smallest k to keep the double-precision reference affordable under sanitizers.
       int64_t k = ks[idx++ % ks.size()];
       if (m * n > 10000) k = ks.front();
-      check_case({t, m, n, k}, 0, static_cast<uint32_t>(1000 + idx));
+      check_case({t, m, n, k}, 0, static_cast<uint32_t>(1000 + idx), precision);
     }
   }
 }
 
 TEST_P(MatmulAllTypes, DeepKAndOddRowStarts) {
-  const DType t = GetParam();
+  const auto [t, precision] = GetParam();
   // k = 1536 (prefill tile and decode); weight rows starting at odd and 2-mod-4 addresses.
-  check_case({t, 7, 33, 1536}, 1, 11);
-  check_case({t, 1, 40, 1536}, 2, 12);
-  check_case({t, 5, 9, dtype_info(t).block_size == 1 ? 12 : dtype_info(t).block_size}, 3, 13);
+  check_case({t, 7, 33, 1536}, 1, 11, precision);
+  check_case({t, 1, 40, 1536}, 2, 12, precision);
+  check_case({t, 5, 9, dtype_info(t).block_size == 1 ? 12 : dtype_info(t).block_size}, 3, 13, precision);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulAllTypes, ::testing::ValuesIn(kAllTypes),
-                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulAllTypes,
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes),
+                                            ::testing::Values(ActivationPrecision::kInt8, ActivationPrecision::kPrecise)),
+                         [](const auto& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) == ActivationPrecision::kInt8 ? "_int8" : "_precise");
+                         });
 
 TEST(Matmul, FloatPathsAreTight) {
   // F32 with k not a multiple of 8 (scalar tail) and a larger problem; 1e-5 relative.
@@ -192,7 +218,9 @@ TEST(Matmul, Q8_0MinusOneTwentyEightIsExact) {
     std::memcpy(&row[34 * b], &d, 2);
     for (int e = 0; e < 32; ++e) row[34 * b + 2 + e] = static_cast<uint8_t>(e % 2 ? 0x80 : 3);
   }
+  for (auto p : {ActivationPrecision::kInt8, ActivationPrecision::kPrecise})
   for (int64_t m : {1, 6}) {
+    ScopedPrecision scoped(p);
     std::vector<uint8_t> w(4 * row.size());
     for (int j = 0; j < 4; ++j) std::memcpy(&w[j * row.size()], row.data(), row.size());
     TensorView v;
@@ -202,17 +230,22 @@ TEST(Matmul, Q8_0MinusOneTwentyEightIsExact) {
     v.nbytes = w.size();
     std::vector<float> x(m * 64, -1.0f), y(m * 4);
     matmul(x.data(), m, v, y.data());
-    for (float out : y) EXPECT_EQ(out, 64.0f * 125.0f / 2.0f) << "m=" << m;  // 32 x (128 - 3)
+    // 32 x (128 - 3); exact in int8 (x = -127 * (1/127)), to fp32 rounding in 16 bits.
+    for (float out : y) EXPECT_NEAR(out, 64.0f * 125.0f / 2.0f, p == ActivationPrecision::kInt8 ? 0.0f : 0.05f) << "m=" << m;
   }
 }
 
 TEST(Matmul, ManyRowsWithLongK) {
   // m beyond one L2 block of x rows (128 rows at k = 1536), odd remainder.
-  check_case({DType::kQ4_1, 301, 40, 1536}, 0, 31);
-  check_case({DType::kQ8_0, 301, 24, 1536}, 1, 32);
+  for (auto p : {ActivationPrecision::kInt8, ActivationPrecision::kPrecise}) {
+    check_case({DType::kQ4_1, 301, 40, 1536}, 0, 31, p);
+    check_case({DType::kQ8_0, 301, 24, 1536}, 1, 32, p);
+  }
 }
 
 TEST(Matmul, MultiMatchesSeparateCalls) {
+  for (auto p : {ActivationPrecision::kInt8, ActivationPrecision::kPrecise}) {
+  ScopedPrecision scoped(p);
   std::mt19937 rng(9);
   const int64_t k = 576;
   const Weight wq = make_weight(DType::kQ4_1, 576, k, 0, &rng);
@@ -237,15 +270,19 @@ TEST(Matmul, MultiMatchesSeparateCalls) {
       EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * sizeof(float))) << "m=" << m;
     }
   }
+  }
 }
 
 TEST(Matmul, ZeroActivationsGiveZero) {
   std::mt19937 rng(3);
-  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K}) {
-    const Weight w = make_weight(t, 8, 256, 0, &rng);
-    std::vector<float> x(2 * 256, 0.0f), y(2 * 8, 1.0f);
-    matmul(x.data(), 2, w.view, y.data());
-    for (float v : y) EXPECT_EQ(v, 0.0f) << dtype_name(t);
+  for (auto p : {ActivationPrecision::kInt8, ActivationPrecision::kPrecise}) {
+    ScopedPrecision scoped(p);
+    for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K}) {
+      const Weight w = make_weight(t, 8, 256, 0, &rng);
+      std::vector<float> x(2 * 256, 0.0f), y(2 * 8, 1.0f);
+      matmul(x.data(), 2, w.view, y.data());
+      for (float v : y) EXPECT_EQ(v, 0.0f) << dtype_name(t);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
-// Precise activations (x = Q(x) + Q(x - Q(x))) bring quantized-weight matmuls within
-// ~1/250 of the int8 error against the exact product over the dequantized weights.
+// Precise activations (16-bit blocks for the 32-element formats, x = Q(x) + Q(x - Q(x)) for
+// K-quants) bring quantized-weight matmuls within ~1/250 of the int8 error against the exact
+// product over the dequantized weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +32,7 @@ double max_error(DType t, int64_t m, cpu::ActivationPrecision p) {
   std::vector<float> y(m * n);
   cpu::set_activation_precision(p);
   cpu::matmul(x.data(), m, tv, y.data());
-  cpu::set_activation_precision(cpu::ActivationPrecision::kInt8);
+  cpu::set_activation_precision(cpu::ActivationPrecision::kPrecise);
   std::vector<float> row(k);
   double err = 0;
   for (int64_t j = 0; j < n; ++j) {
@@ -45,11 +46,11 @@ double max_error(DType t, int64_t m, cpu::ActivationPrecision p) {
   return err;
 }
 
-TEST(MatmulPrecision, ResidualActivationsAreNearExact) {
-  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+TEST(MatmulPrecision, PreciseActivationsAreNearExact) {
+  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
     for (int64_t m : {1, 9}) {  // decode and prefill kernels
       const double e8 = max_error(t, m, cpu::ActivationPrecision::kInt8);
-      const double e16 = max_error(t, m, cpu::ActivationPrecision::kInt8Residual);
+      const double e16 = max_error(t, m, cpu::ActivationPrecision::kPrecise);
       EXPECT_GT(e8, 1e-3) << dtype_name(t) << " m=" << m;  // int8 error is visible
       EXPECT_LT(e16, e8 / 50) << dtype_name(t) << " m=" << m << " int8 " << e8;
     }

@@ -61,4 +61,43 @@ void quantize_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, Quant
   }
 }
 
+void quantize_wide_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, WideActs* q) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* xr = x + i * k;
+    int16_t* qs = q->qs + i * k;
+    float* d = q->d + i * q->nb_pad;
+    float* s = q->s + i * q->nb_pad;
+    for (int64_t b = q->nb; b < q->nb_pad; ++b) d[b] = s[b] = 0.0f;
+    float* ds = q->ds + i * 2 * q->nb;
+    for (int64_t b = 0; b < q->nb; ++b, xr += kQK, qs += kQK) {
+      __m256 v[4];
+      __m256 amax = _mm256_setzero_ps();
+      for (int t = 0; t < 4; ++t) {
+        v[t] = _mm256_loadu_ps(xr + 8 * t);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[t]));
+      }
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      const float max = _mm_cvtss_f32(m4);
+      const float db = max / 32767.0f;
+      const __m256 id = _mm256_set1_ps(max > 0.0f ? 32767.0f / max : 0.0f);
+      __m256i sum = _mm256_setzero_si256();
+      for (int t = 0; t < 4; t += 2) {
+        const __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[t], id));  // round to nearest-even
+        const __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[t + 1], id));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(q0, q1));
+        // packs interleaves 128-bit lanes: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]; restore order.
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xd8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 8 * t), p);
+      }
+      d[b] = db;
+      s[b] = db * static_cast<float>(hsum_epi32(sum));
+      ds[2 * b] = db;
+      ds[2 * b + 1] = s[b];
+    }
+  }
+}
+
 }  // namespace tessera::cpu::detail

@@ -57,6 +57,25 @@ struct ActScratch {
   }
 };
 
+WideActs layout_wide_acts(int64_t m, int64_t k) {
+  thread_local ActScratch scratch;
+  WideActs q;
+  q.m = m;
+  q.k = k;
+  q.nb = k / kQK;
+  q.nb_pad = (q.nb + 7) / 8 * 8;
+  auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
+  const size_t qs_bytes = round64(static_cast<size_t>(m * k) * sizeof(int16_t));
+  const size_t f_bytes = round64(static_cast<size_t>(m * q.nb_pad) * sizeof(float));
+  const size_t ds_bytes = round64(static_cast<size_t>(m * q.nb * 2) * sizeof(float));
+  std::byte* base = scratch.get(qs_bytes + 2 * f_bytes + ds_bytes);
+  q.qs = reinterpret_cast<int16_t*>(base);
+  q.d = reinterpret_cast<float*>(base + qs_bytes);
+  q.s = reinterpret_cast<float*>(base + qs_bytes + f_bytes);
+  q.ds = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes);
+  return q;
+}
+
 QuantizedActs layout_acts(int64_t m, int64_t k) {
   thread_local ActScratch scratch;
   QuantizedActs q;
@@ -84,6 +103,8 @@ constexpr int64_t kChunkN = 64;  // weight rows per kernel call (cache block of 
 struct Job {
   GemmArgs args;
   TileFn fn;
+  DType dtype;
+  bool quantized;   // reads quantized activations
   int64_t n_begin;  // offset of this weight's rows in the concatenated output range
 };
 
@@ -116,7 +137,7 @@ void run_share(const Job* jobs, int count, int64_t total_n, int64_t m, int tid, 
   }
 }
 
-void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count);
+void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count, bool wide);
 
 // x = Q(x) + r, where r is what 8-bit quantization of x left out; r is quantized in turn
 // and both run as 2m x rows (each weight chunk is unpacked once for both), then summed:
@@ -125,7 +146,7 @@ void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count);
 bool run_with_residual(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
   int64_t total_n = 0;
   for (int t = 0; t < count; ++t) {
-    if (jobs[t].args.xq == nullptr) return false;
+    if (!jobs[t].quantized) return false;
     total_n += jobs[t].args.n;
   }
   thread_local std::vector<float> x2, y2;
@@ -153,7 +174,7 @@ bool run_with_residual(const float* x, int64_t m, int64_t k, Job* jobs, int coun
     two[t].args.y = y2.data() + 2 * m * offset;
     offset += jobs[t].args.n;
   }
-  run_jobs(x2.data(), 2 * m, k, two, count);
+  run_jobs(x2.data(), 2 * m, k, two, count, /*wide=*/false);
   offset = 0;
   for (int t = 0; t < count; ++t) {
     const int64_t n = jobs[t].args.n;
@@ -165,44 +186,60 @@ bool run_with_residual(const float* x, int64_t m, int64_t k, Job* jobs, int coun
   return true;
 }
 
-std::atomic<ActivationPrecision> g_precision{ActivationPrecision::kInt8};
+std::atomic<ActivationPrecision> g_precision{ActivationPrecision::kPrecise};
 
-bool use_residual() { return g_precision.load(std::memory_order_relaxed) == ActivationPrecision::kInt8Residual; }
-
-// Shared by matmul and matmul_multi: every weight has k columns; x is quantized at most once.
-void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
-  bool quantized = false;
+// Shared by matmul and matmul_multi: every weight has k columns; x is quantized at most
+// once per width. wide: 16-bit activations for the formats that have such a kernel.
+void run_jobs(const float* x, int64_t m, int64_t k, Job* jobs, int count, bool wide) {
+  bool narrow_x = false, wide_x = false;
   int64_t total_n = 0;
   for (int t = 0; t < count; ++t) {
     jobs[t].n_begin = total_n;
     total_n += jobs[t].args.n;
-    quantized |= jobs[t].args.xq != nullptr;
+    if (!jobs[t].quantized) continue;
+    const bool w = wide && detail::has_wide_kernel(jobs[t].dtype);
+    wide_x |= w;
+    narrow_x |= !w;
   }
   if (m <= 0 || total_n <= 0) return;
   QuantizedActs xq;
-  if (quantized) {
-    xq = layout_acts(m, k);
-    for (int t = 0; t < count; ++t)
-      if (jobs[t].args.xq != nullptr) jobs[t].args.xq = &xq;
+  WideActs xw;
+  if (narrow_x) xq = layout_acts(m, k);
+  if (wide_x) xw = layout_wide_acts(m, k);
+  for (int t = 0; t < count; ++t) {
+    GemmArgs& a = jobs[t].args;
+    a.xq = nullptr;
+    a.xw = nullptr;
+    if (!jobs[t].quantized) continue;
+    if (wide && detail::has_wide_kernel(jobs[t].dtype)) {
+      a.xw = &xw;
+    } else {
+      a.xq = &xq;
+    }
   }
+  const bool quantized = narrow_x || wide_x;
+  auto quantize = [&](int64_t i0, int64_t i1) {
+    if (narrow_x) detail::quantize_acts_rows(x, k, i0, i1, &xq);
+    if (wide_x) detail::quantize_wide_acts_rows(x, k, i0, i1, &xw);
+  };
 
   // Small problems are not worth waking the team (~1-2 us per parallel region).
   const double work = static_cast<double>(m) * total_n * k;
   int nth = omp_get_max_threads();
   if (work < 64.0 * 1024 || omp_in_parallel()) nth = 1;
   if (nth == 1) {
-    if (quantized) detail::quantize_acts_rows(x, k, 0, m, &xq);
+    if (quantized) quantize(0, m);
     run_share(jobs, count, total_n, m, 0, 1);
     return;
   }
   // Quantizing one row costs less than a barrier: do it before forking.
   const bool quantize_inside = quantized && m >= 2 * nth;
-  if (quantized && !quantize_inside) detail::quantize_acts_rows(x, k, 0, m, &xq);
+  if (quantized && !quantize_inside) quantize(0, m);
 #pragma omp parallel num_threads(nth)
   {
     const int tid = omp_get_thread_num(), team = omp_get_num_threads();
     if (quantize_inside) {
-      detail::quantize_acts_rows(x, k, m * tid / team, m * (tid + 1) / team, &xq);
+      quantize(m * tid / team, m * (tid + 1) / team);
 #pragma omp barrier
     }
     run_share(jobs, count, total_n, m, tid, team);
@@ -225,10 +262,21 @@ Job make_job(const float* x, int64_t m, const TensorView& w, float* y) {
   a.w_stride = row_bytes(w.dtype, k);
   a.y = y;
   a.n = n;
-  // Placeholder until run_jobs lays out the scratch: marks "needs quantized x".
-  static const QuantizedActs kPending;
-  a.xq = dtype_info(w.dtype).quantized ? &kPending : nullptr;
+  job.dtype = w.dtype;
+  job.quantized = dtype_info(w.dtype).quantized;
   return job;
+}
+
+// Precise activations: 16-bit where every quantized weight has a wide kernel, otherwise the
+// 8-bit residual pair; int8: one 8-bit pass.
+void run_with_precision(const float* x, int64_t m, int64_t k, Job* jobs, int count) {
+  if (g_precision.load(std::memory_order_relaxed) == ActivationPrecision::kPrecise) {
+    bool all_wide = true;
+    for (int t = 0; t < count; ++t) all_wide &= !jobs[t].quantized || detail::has_wide_kernel(jobs[t].dtype);
+    if (all_wide) return run_jobs(x, m, k, jobs, count, /*wide=*/true);
+    if (run_with_residual(x, m, k, jobs, count)) return;
+  }
+  run_jobs(x, m, k, jobs, count, /*wide=*/false);
 }
 
 }  // namespace
@@ -238,8 +286,7 @@ ActivationPrecision activation_precision() { return g_precision.load(); }
 
 void matmul(const float* x, int64_t m, const TensorView& w, float* y) {
   Job job = make_job(x, m, w, y);
-  if (use_residual() && run_with_residual(x, m, w.cols(), &job, 1)) return;
-  run_jobs(x, m, w.cols(), &job, 1);
+  run_with_precision(x, m, w.cols(), &job, 1);
 }
 
 void matmul_multi(const float* x, int64_t m, std::span<const MatmulOutput> outs) {
@@ -251,8 +298,7 @@ void matmul_multi(const float* x, int64_t m, std::span<const MatmulOutput> outs)
     TESSERA_CHECK(outs[t].w->cols() == k);
     jobs[t] = make_job(x, m, *outs[t].w, outs[t].y);
   }
-  if (use_residual() && run_with_residual(x, m, k, jobs, static_cast<int>(outs.size()))) return;
-  run_jobs(x, m, k, jobs, static_cast<int>(outs.size()));
+  run_with_precision(x, m, k, jobs, static_cast<int>(outs.size()));
 }
 
 }  // namespace tessera::cpu

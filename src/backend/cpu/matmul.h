@@ -22,10 +22,11 @@ void matmul(const float* x, int64_t m, const TensorView& w, float* y);
 
 // How quantized-weight matmuls quantize their fp32 activations.
 enum class ActivationPrecision {
-  kInt8,          // 8-bit blocks of 32, as llama.cpp does: fastest; logprobs within ~0.2 of
-                  // an fp32 reference on real models
-  kInt8Residual,  // x = Q(x) + Q(x - Q(x)), two 8-bit passes (~15 bits): matches an fp32
-                  // reference to ~1e-3 in logprob; prefill ~2x and decode ~10% slower
+  kInt8,     // 8-bit blocks of 32, as llama.cpp does: logprobs within ~0.2 of an fp32
+             // reference on real models
+  kPrecise,  // ~15-bit: 16-bit blocks of 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 (vpmaddwd, about
+             // the cost of int8 in decode); K-quants run x = Q(x) + Q(x - Q(x)), two 8-bit
+             // passes. Matches an fp32 reference to ~1e-3 in logprob.
 };
 // Process-wide; set before running models (not while a matmul is in flight).
 void set_activation_precision(ActivationPrecision p);

@@ -16,7 +16,8 @@ namespace tessera::cpu::detail {
 // One matmul call: y[i, j] = sum_k x[i, k] w[j, k].
 struct GemmArgs {
   const float* x = nullptr;      // [m, k] fp32 (float kernels)
-  const QuantizedActs* xq = nullptr;  // x quantized (integer kernels)
+  const QuantizedActs* xq = nullptr;  // x quantized to 8 bits (integer kernels)
+  const WideActs* xw = nullptr;       // or to 16 bits (32-element formats, when set)
   int64_t m = 0;
   int64_t k = 0;
   const std::byte* w = nullptr;  // [n, k] in its stored format
@@ -45,6 +46,10 @@ void gemm_q6_k(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1
 
 // Quantizes rows [i0, i1) of x [m, k] into q (layout in quant_blocks.h); k % 32 == 0.
 void quantize_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, QuantizedActs* q);
+void quantize_wide_acts_rows(const float* x, int64_t k, int64_t i0, int64_t i1, WideActs* q);
+
+// True where the format's kernel reads WideActs (GemmArgs::xw): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0.
+bool has_wide_kernel(DType t);
 
 // ---- small AVX2 helpers ----------------------------------------------------------------
 

@@ -8,12 +8,17 @@
 // Q8_0 feeds |q| <= 128 and qx * sign(q)) then vpmaddwd against ones (-> 8 x i32),
 // converted and scaled in fp32.
 //
+// With 16-bit activations (WideActs, ActivationPrecision::kPrecise) the codes are widened
+// to i16 and vpmaddwd multiplies them with x directly: |q qx| summed over 4 products stays
+// below 2^24 (Q8_0: 4 * 128 * 32767), so the i32 sums convert to fp32 exactly.
+//
 // m < 4 (decode): gemv_tile reads the blocks in place, 4 weight rows at a time.
 // m >= 4 (prefill): decode_chunk unpacks a chunk of weight rows once (codes as bytes,
 // scales as fp32), then tile() runs a 2 x 4 register tile (x rows x weight rows) over it.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/matmul_internal.h"
@@ -71,13 +76,31 @@ inline __m256i unpack_high_bits(const uint8_t* qh) {
 // Fmt::kBytes; Fmt::codes(block) -> 32 codes; Fmt::scale(block, &d, &m);
 // Fmt::dm4(4 blocks) -> [d0 m0 .. d3 m3]; Fmt::prep_x(qx) once per x block, then
 // Fmt::dot16(codes, qx, prep) -> i16 pair sums of q * qx.
+// Wide path: Fmt::codes16(block, &c0, &c1) -> elements 0..15 and 16..31 as i16;
+// Fmt::widen(16 code bytes) -> 16 x i16.
 struct UnsignedCodes {
   static __m256i prep_x(__m256i xv) { return xv; }
   static __m256i dot16(__m256i q, __m256i xv, __m256i) { return _mm256_maddubs_epi16(q, xv); }
+  static __m256i widen(const uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+  }
 };
+// Byte l of qs holds element l (low nibble) and l + 16 (high nibble).
+inline void nibbles16(const uint8_t* qs, __m256i* c0, __m256i* c1) {
+  const __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  *c0 = _mm256_and_si256(v, _mm256_set1_epi16(0x0f));
+  *c1 = _mm256_srli_epi16(v, 4);
+}
+template <class Fmt>
+inline void split16(const uint8_t* b, __m256i* c0, __m256i* c1) {
+  const __m256i v = Fmt::codes(b);
+  *c0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v));
+  *c1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1));
+}
 struct FmtQ4_0 : UnsignedCodes {
   static constexpr int kBytes = sizeof(BlockQ4_0);
   static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + 2); }
+  static void codes16(const uint8_t* b, __m256i* c0, __m256i* c1) { nibbles16(b + 2, c0, c1); }
   static void scale(const uint8_t* b, float* d, float* m) {
     *d = load_half(b);
     *m = -8.0f * *d;
@@ -87,6 +110,7 @@ struct FmtQ4_0 : UnsignedCodes {
 struct FmtQ4_1 : UnsignedCodes {
   static constexpr int kBytes = sizeof(BlockQ4_1);
   static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + 4); }
+  static void codes16(const uint8_t* b, __m256i* c0, __m256i* c1) { nibbles16(b + 4, c0, c1); }
   static void scale(const uint8_t* b, float* d, float* m) {
     *d = load_half(b);
     *m = load_half(b + 2);
@@ -96,6 +120,7 @@ struct FmtQ4_1 : UnsignedCodes {
 struct FmtQ5_0 : UnsignedCodes {
   static constexpr int kBytes = sizeof(BlockQ5_0);
   static __m256i codes(const uint8_t* b) { return _mm256_or_si256(unpack_nibbles(b + 6), unpack_high_bits(b + 2)); }
+  static void codes16(const uint8_t* b, __m256i* c0, __m256i* c1) { split16<FmtQ5_0>(b, c0, c1); }
   static void scale(const uint8_t* b, float* d, float* m) {
     *d = load_half(b);
     *m = -16.0f * *d;
@@ -105,6 +130,7 @@ struct FmtQ5_0 : UnsignedCodes {
 struct FmtQ5_1 : UnsignedCodes {
   static constexpr int kBytes = sizeof(BlockQ5_1);
   static __m256i codes(const uint8_t* b) { return _mm256_or_si256(unpack_nibbles(b + 8), unpack_high_bits(b + 4)); }
+  static void codes16(const uint8_t* b, __m256i* c0, __m256i* c1) { split16<FmtQ5_1>(b, c0, c1); }
   static void scale(const uint8_t* b, float* d, float* m) {
     *d = load_half(b);
     *m = load_half(b + 2);
@@ -131,7 +157,7 @@ struct Chunk {
 template <class Fmt>
 const Chunk& decode_chunk(const GemmArgs& a, int64_t j0, int64_t j1) {
   thread_local Chunk ch;
-  const int64_t nb = a.k / kQK, nb_pad = a.xq->nb_pad;
+  const int64_t nb = a.k / kQK, nb_pad = (nb + 7) / 8 * 8;
   const size_t need = static_cast<size_t>((j1 - j0) * nb_pad);
   if (ch.d.size() < need) {
     ch.d.resize(need);
@@ -164,6 +190,13 @@ inline float* scale_buffer(int64_t n) {
 struct FmtQ8_0 {
   static constexpr int kBytes = sizeof(BlockQ8_0);
   static __m256i codes(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
+  static void codes16(const uint8_t* b, __m256i* c0, __m256i* c1) {
+    *c0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
+    *c1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)));
+  }
+  static __m256i widen(const uint8_t* p) {
+    return _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static void scale(const uint8_t* b, float* d, float* m) {
     *d = load_half(b);
     *m = 0.0f;
@@ -181,16 +214,35 @@ struct FmtQ8_0 {
 // so that the final sum of lanes is the dot product. The products d dx are formed 8 blocks
 // at a time into a scale buffer, leaving 4 multiply-class ops per (x row, weight row, block):
 // vpmaddubsw, vpmaddwd, vcvtdq2ps, vfmadd.
-template <class Fmt, int R, int C>
+template <class X>
+const X& acts(const GemmArgs& a) {
+  if constexpr (std::is_same_v<X, WideActs>) {
+    return *a.xw;
+  } else {
+    return *a.xq;
+  }
+}
+template <class X>
+inline constexpr bool kWide = std::is_same_v<X, WideActs>;
+
+// i32 lanes summing q * qx over 32 elements, wide path: codes (c0, c1) against x at xs.
+inline __m256i dot_wide(__m256i c0, __m256i c1, const int16_t* xs) {
+  const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs));
+  const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs + 16));
+  return _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1));
+}
+
+template <class Fmt, class X, int R, int C>
 void tile(const GemmArgs& a, int64_t i0, int64_t j0, const Chunk& ch, int64_t jj) {
-  const QuantizedActs& xq = *a.xq;
+  const X& xq = acts<X>(a);
   const int64_t nb = ch.nb;
   const float* wd = ch.d.data() + jj * ch.nb_pad;
   const float* wm = ch.m.data() + jj * ch.nb_pad;
   const Bytes32* w[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) w[c] = ch.codes.data() + (jj + c) * nb;
-  const int8_t* xs[R];
+  using XCode = std::remove_cvref_t<decltype(*xq.row_qs(0))>;  // int8_t or int16_t
+  const XCode* xs[R];
   const float* xd[R];
   const float* xsum[R];
 #pragma GCC unroll 8
@@ -220,6 +272,19 @@ void tile(const GemmArgs& a, int64_t i0, int64_t j0, const Chunk& ch, int64_t jj
   }
 
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (kWide<X>) {
+      // Code pairs widened once per weight row, dotted with each x row (x from L1).
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m256i c0 = Fmt::widen(w[c][b].v), c1 = Fmt::widen(w[c][b].v + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256i dot = dot_wide(c0, c1, xs[r] + b * kQK);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_broadcast_ss(sc + (r * C + c) * nb_pad + b), acc[r][c]);
+        }
+      }
+      continue;
+    }
     __m256i wq[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) wq[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[c][b].v));
@@ -246,21 +311,21 @@ void tile(const GemmArgs& a, int64_t i0, int64_t j0, const Chunk& ch, int64_t jj
 // vectors); 4 x 2 and 3 x 3 measure the same on Zen 3, 2 x 4 is best on Golden Cove.
 constexpr int kTileR = 2, kTileC = 4;
 
-template <class Fmt, int R>
+template <class Fmt, class X, int R>
 void row_strip(const GemmArgs& a, int64_t i, int64_t j0, int64_t j1, const Chunk& ch) {
   constexpr int C = kTileC;
   int64_t j = j0;
-  for (; j + C <= j1; j += C) tile<Fmt, R, C>(a, i, j, ch, j - j0);
-  for (; j < j1; ++j) tile<Fmt, R, 1>(a, i, j, ch, j - j0);
+  for (; j + C <= j1; j += C) tile<Fmt, X, R, C>(a, i, j, ch, j - j0);
+  for (; j < j1; ++j) tile<Fmt, X, R, 1>(a, i, j, ch, j - j0);
 }
 
 // Decode-sized m (< 4): no per-chunk scale pass. For block b and weight rows c < 4:
 //   prod = [d_c dx, m_c s] (c = 0..3, interleaved) = dm4 * [dx s dx s ...]
 // the d_c dx lanes are broadcast into the FMAs, the m_c s lanes accumulate in macc and
 // land in y at the end (lane 2c + 1).
-template <class Fmt, int R, int C>
+template <class Fmt, class X, int R, int C>
 void gemv_tile(const GemmArgs& a, int64_t i0, int64_t j0) {
-  const QuantizedActs& xq = *a.xq;
+  const X& xq = acts<X>(a);
   const int64_t nb = xq.nb;
   const uint8_t* w[4];
   for (int c = 0; c < 4; ++c) w[c] = reinterpret_cast<const uint8_t*>(a.w) + (j0 + std::min(c, C - 1)) * a.w_stride;
@@ -278,6 +343,28 @@ void gemv_tile(const GemmArgs& a, int64_t i0, int64_t j0) {
     // The 4 rows are contiguous: prefetch the stream they advance through (4 blocks a step).
     prefetch_ahead<4 * Fmt::kBytes>(w[0] + b * 4 * Fmt::kBytes);
     const __m256 dm = Fmt::dm4(blk);
+    if constexpr (kWide<X>) {
+      __m256 prod[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        double xds;
+        std::memcpy(&xds, xq.row_ds(i0 + r) + 2 * b, 8);
+        prod[r] = _mm256_mul_ps(dm, _mm256_castpd_ps(_mm256_set1_pd(xds)));
+        macc[r] = _mm256_add_ps(macc[r], prod[r]);
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        __m256i c0, c1;
+        Fmt::codes16(blk[c], &c0, &c1);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256i dot = dot_wide(c0, c1, xq.row_qs(i0 + r) + b * kQK);
+          const __m256 scale = _mm256_permutevar8x32_ps(prod[r], _mm256_set1_epi32(2 * c));
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[r][c]);
+        }
+      }
+      continue;
+    }
     __m256i wq[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) wq[c] = Fmt::codes(blk[c]);
@@ -307,38 +394,51 @@ void gemv_tile(const GemmArgs& a, int64_t i0, int64_t j0) {
   }
 }
 
-template <class Fmt, int R>
+template <class Fmt, class X, int R>
 void gemv_rows(const GemmArgs& a, int64_t i, int64_t j0, int64_t j1) {
   int64_t j = j0;
-  for (; j + 4 <= j1; j += 4) gemv_tile<Fmt, R, 4>(a, i, j);
+  for (; j + 4 <= j1; j += 4) gemv_tile<Fmt, X, R, 4>(a, i, j);
   switch (j1 - j) {
-    case 3: gemv_tile<Fmt, R, 3>(a, i, j); break;
-    case 2: gemv_tile<Fmt, R, 2>(a, i, j); break;
-    case 1: gemv_tile<Fmt, R, 1>(a, i, j); break;
+    case 3: gemv_tile<Fmt, X, R, 3>(a, i, j); break;
+    case 2: gemv_tile<Fmt, X, R, 2>(a, i, j); break;
+    case 1: gemv_tile<Fmt, X, R, 1>(a, i, j); break;
     default: break;
   }
 }
 
-template <class Fmt>
-void gemm(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+template <class Fmt, class X>
+void gemm_acts(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   // The kernel family depends on the whole call's m only, so every output element is
   // computed the same way whatever the thread split.
   if (a.m < 4) {
     switch (i1 - i0) {
-      case 3: gemv_rows<Fmt, 3>(a, i0, j0, j1); return;
-      case 2: gemv_rows<Fmt, 2>(a, i0, j0, j1); return;
-      case 1: gemv_rows<Fmt, 1>(a, i0, j0, j1); return;
+      case 3: gemv_rows<Fmt, X, 3>(a, i0, j0, j1); return;
+      case 2: gemv_rows<Fmt, X, 2>(a, i0, j0, j1); return;
+      case 1: gemv_rows<Fmt, X, 1>(a, i0, j0, j1); return;
       default: return;
     }
   }
   const Chunk& ch = decode_chunk<Fmt>(a, j0, j1);
   int64_t i = i0;
-  for (; i + kTileR <= i1; i += kTileR) row_strip<Fmt, kTileR>(a, i, j0, j1, ch);
+  for (; i + kTileR <= i1; i += kTileR) row_strip<Fmt, X, kTileR>(a, i, j0, j1, ch);
   static_assert(kTileR == 2, "remainder rows below assume a tile of 2 rows");
-  if (i < i1) row_strip<Fmt, 1>(a, i, j0, j1, ch);
+  if (i < i1) row_strip<Fmt, X, 1>(a, i, j0, j1, ch);
+}
+
+template <class Fmt>
+void gemm(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  if (a.xw != nullptr) {
+    gemm_acts<Fmt, WideActs>(a, i0, i1, j0, j1);
+  } else {
+    gemm_acts<Fmt, QuantizedActs>(a, i0, i1, j0, j1);
+  }
 }
 
 }  // namespace
+
+bool has_wide_kernel(DType t) {
+  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ8_0;
+}
 
 void gemm_q4_0(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1) { gemm<FmtQ4_0>(a, i0, i1, j0, j1); }
 void gemm_q4_1(const GemmArgs& a, int64_t i0, int64_t i1, int64_t j0, int64_t j1) { gemm<FmtQ4_1>(a, i0, i1, j0, j1); }

@@ -134,4 +134,24 @@ struct QuantizedActs {
   const float* row_ds(int64_t i) const { return ds + i * 2 * nb; }
 };
 
+// 16-bit activations (ActivationPrecision::kPrecise) for the 32-element formats, same
+// layout with wider codes: x[e] ~= d[e / 32] * qs[e], qs in [-32767, 32767],
+// d = max|x| / 32767 over the 32-block; s[b] = d[b] * sum(qs of block b); ds interleaved.
+// One 16-bit pass is as exact as two 8-bit ones (error <= max|x| / 65534 per element).
+struct WideActs {
+  int16_t* qs = nullptr;  // [m, k]
+  float* d = nullptr;     // [m, nb_pad]
+  float* s = nullptr;     // [m, nb_pad]
+  float* ds = nullptr;    // [m, 2 * nb]
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t nb = 0;  // k / 32
+  int64_t nb_pad = 0;
+
+  const int16_t* row_qs(int64_t i) const { return qs + i * k; }
+  const float* row_d(int64_t i) const { return d + i * nb_pad; }
+  const float* row_s(int64_t i) const { return s + i * nb_pad; }
+  const float* row_ds(int64_t i) const { return ds + i * 2 * nb; }
+};
+
 }  // namespace tessera::cpu
