@@ -1,7 +1,9 @@
-// SamplingParams: how one request's tokens are chosen and when it stops (vLLM's names).
+// SamplingParams: how one request's tokens are chosen and when it stops (vLLM's names and
+// defaults).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,14 +11,25 @@
 namespace tessera {
 
 struct SamplingParams {
+  int64_t n = 1;               // completions per prompt
   int64_t max_tokens = 16;
-  float temperature = 1.0f;  // 0 = greedy
-  int64_t top_k = -1;        // -1 = all
+  int64_t min_tokens = 0;      // EOS and stop tokens are ignored before this many
+  float temperature = 1.0f;    // 0 = greedy
+  int64_t top_k = -1;          // -1 = all
   float top_p = 1.0f;
+  float min_p = 0.0f;          // drop tokens below min_p * p(best)
+  float presence_penalty = 0.0f;   // - penalty once per token present in the output
+  float frequency_penalty = 0.0f;  // - penalty per occurrence in the output
+  float repetition_penalty = 1.0f; // logits of prompt+output tokens: /p if > 0, *p if < 0
+  std::map<int32_t, float> logit_bias;  // added to the logits before anything else
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   std::vector<int64_t> stop_token_ids;
-  int64_t logprobs = 0;  // top-K log-probabilities per generated token (0 = none)
+  std::vector<std::string> stop;   // stop strings (excluded from the output by default)
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+  int64_t logprobs = 0;         // top-K log-probabilities per generated token (0 = none)
+  int64_t prompt_logprobs = -1; // top-K per prompt token (-1 = none)
 
   // Empty when valid, else a message naming the bad field.
   std::string validate() const;

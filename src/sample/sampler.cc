@@ -1,6 +1,7 @@
 #include "sample/sampler.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -14,6 +15,23 @@ std::string SamplingParams::validate() const {
   if (top_k == 0 || top_k < -1) return "top_k must be -1 (disabled) or at least 1";
   if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1]";
   if (logprobs < 0 || logprobs > 20) return "logprobs must be in [0, 20]";
+  if (prompt_logprobs < -1 || prompt_logprobs > 20) return "prompt_logprobs must be in [0, 20]";
+  if (n < 1 || n > 128) return "n must be in [1, 128], got " + std::to_string(n);
+  if (min_tokens < 0 || min_tokens > max_tokens) return "min_tokens must be in [0, max_tokens]";
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return "min_p must be in [0, 1]";
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) return "presence_penalty must be in [-2, 2]";
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) return "frequency_penalty must be in [-2, 2]";
+  if (!(repetition_penalty > 0.0f && std::isfinite(repetition_penalty))) return "repetition_penalty must be > 0";
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return "logit_bias token ids must be non-negative";
+    if (!(bias >= -100.0f && bias <= 100.0f)) return "logit_bias values must be in [-100, 100]";
+  }
+  for (int64_t id : stop_token_ids) {
+    if (id < 0 || id > INT32_MAX) return "stop_token_ids must be non-negative token ids";
+  }
+  for (const std::string& s : stop) {
+    if (s.empty()) return "stop strings must not be empty";
+  }
   return "";
 }
 
