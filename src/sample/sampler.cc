@@ -66,30 +66,71 @@ int32_t argmax(const float* x, int64_t n) {
   return best;
 }
 
+void process_logits(float* logits, int64_t n, const SamplingParams& p, std::span<const int32_t> prompt,
+                    std::span<const int32_t> output, std::span<const int32_t> eos_token_ids) {
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < n) logits[id] += bias;
+  }
+  if (static_cast<int64_t>(output.size()) < p.min_tokens) {
+    for (int32_t id : eos_token_ids) {
+      if (id >= 0 && id < n) logits[id] = -INFINITY;
+    }
+    for (int64_t id : p.stop_token_ids) {
+      if (id < n) logits[id] = -INFINITY;
+    }
+  }
+  if (p.repetition_penalty != 1.0f) {
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    for (auto span : {prompt, output}) {
+      for (int32_t id : span) {
+        if (id < 0 || id >= n || seen[id]) continue;
+        seen[id] = true;
+        logits[id] = logits[id] > 0 ? logits[id] / p.repetition_penalty : logits[id] * p.repetition_penalty;
+      }
+    }
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    std::vector<int32_t> sorted(output.begin(), output.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;
+      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+      const int32_t id = sorted[i];
+      if (id >= 0 && id < n) {
+        logits[id] -= p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
+      }
+      i = j;
+    }
+  }
+}
+
 int32_t Sampler::sample(const float* logits, int64_t n, const SamplingParams& p) {
   if (p.temperature == 0.0f) return argmax(logits, n);
-  // Candidates sorted by logit, cut by top-k, then softmax at temperature, cut by top-p.
+  // Sorted candidates, cut in turn by min-p (p >= min_p * p_max at this temperature),
+  // top-k, and top-p over what is left (renormalized), as vLLM applies them.
   std::vector<int32_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
-  const int64_t k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n) : n;
   auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  const int64_t k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n) : n;
   if (k < n) {
     std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
     idx.resize(static_cast<size_t>(k));
-  } else if (p.top_p < 1.0f) {
+  } else if (p.top_p < 1.0f || p.min_p > 0.0f) {
     std::sort(idx.begin(), idx.end(), better);
   }
   const float max = logits[*std::max_element(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; })];
+  if (max == -INFINITY) return argmax(logits, n);  // everything masked: nothing to sample
   std::vector<double> w(idx.size());
-  double total = 0.0;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    w[i] = std::exp(static_cast<double>(logits[idx[i]] - max) / p.temperature);
-    total += w[i];
-  }
+  for (size_t i = 0; i < idx.size(); ++i) w[i] = std::exp(static_cast<double>(logits[idx[i]] - max) / p.temperature);
   size_t keep = idx.size();
+  if (p.min_p > 0.0f) {
+    // w is relative to the best token (w = 1 there), so the cut is w >= min_p.
+    while (keep > 1 && w[keep - 1] < p.min_p) --keep;
+  }
+  double total = std::accumulate(w.begin(), w.begin() + static_cast<long>(keep), 0.0);
   if (p.top_p < 1.0f) {
     double acc = 0.0;
-    for (size_t i = 0; i < idx.size(); ++i) {
+    for (size_t i = 0; i < keep; ++i) {
       acc += w[i] / total;
       if (acc >= p.top_p) {
         keep = i + 1;
