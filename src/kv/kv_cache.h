@@ -4,7 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
+
+#include "common/check.h"
 
 namespace tessera {
 
@@ -20,22 +24,27 @@ struct KvCacheShape {
 
 class KvCache {
  public:
-  explicit KvCache(const KvCacheShape& shape)
-      : shape_(shape),
-        k_(static_cast<size_t>(shape.num_layers)),
-        v_(static_cast<size_t>(shape.num_layers)) {
+  // Storage comes from calloc: large blocks are mapped lazily by the OS, so memory is only
+  // resident once blocks are written.
+  explicit KvCache(const KvCacheShape& shape) : shape_(shape) {
     const size_t per_layer = static_cast<size_t>(shape.num_blocks * shape.block_size * shape.kv_dim());
-    for (auto& k : k_) k.assign(per_layer, 0.0f);
-    for (auto& v : v_) v.assign(per_layer, 0.0f);
+    for (int64_t l = 0; l < shape.num_layers; ++l) {
+      k_.emplace_back(static_cast<float*>(std::calloc(per_layer, sizeof(float))));
+      v_.emplace_back(static_cast<float*>(std::calloc(per_layer, sizeof(float))));
+      TESSERA_CHECK_MSG(k_.back() && v_.back(), "KV cache allocation failed");
+    }
   }
   const KvCacheShape& shape() const { return shape_; }
-  float* k(int64_t layer) { return k_[layer].data(); }  // [num_blocks, block_size, kv_heads, head_dim]
-  float* v(int64_t layer) { return v_[layer].data(); }  // [num_blocks, block_size, kv_heads, head_dim]
+  float* k(int64_t layer) { return k_[layer].get(); }  // [num_blocks, block_size, kv_heads, head_dim]
+  float* v(int64_t layer) { return v_[layer].get(); }  // [num_blocks, block_size, kv_heads, head_dim]
 
  private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
   KvCacheShape shape_;
-  std::vector<std::vector<float>> k_;
-  std::vector<std::vector<float>> v_;
+  std::vector<std::unique_ptr<float, Free>> k_;
+  std::vector<std::unique_ptr<float, Free>> v_;
 };
 
 }  // namespace tessera

@@ -105,7 +105,10 @@ SchedulerOutput Scheduler::schedule() {
   if (out.preempted.empty()) {
     while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
       Request* r = waiting_.front();
-      const ComputedBlocks hit = kv_.get_computed_blocks(r->id, r->all_token_ids, r->cache_keys);
+      // Prompt logprobs need logits at every prompt position: no cached prefix for them.
+      const ComputedBlocks hit = r->params.prompt_logprobs >= 0
+                                     ? ComputedBlocks{}
+                                     : kv_.get_computed_blocks(r->id, r->all_token_ids, r->cache_keys);
       const int32_t remaining = r->num_tokens() - hit.num_computed_tokens;
       if (!config_.enable_chunked_prefill && remaining > budget) break;
       const int32_t n = std::min(remaining, budget);

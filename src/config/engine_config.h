@@ -1,0 +1,39 @@
+// EngineConfig: the engine's knobs (vLLM's names), validated against the model before the
+// first request; the KV cache is planned from kv_cache_memory here, once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "config/model_config.h"
+#include "kv/kv_cache.h"
+
+namespace tessera {
+
+struct EngineConfig {
+  int32_t block_size = 16;                  // --block-size
+  int64_t kv_cache_memory = int64_t{1} << 30;  // --kv-cache-memory, bytes of K/V storage
+  int32_t max_model_len = 0;                // --max-model-len; 0: the model's maximum
+  int32_t max_num_seqs = 256;               // --max-num-seqs
+  int32_t max_num_batched_tokens = 2048;    // --max-num-batched-tokens
+  bool enable_prefix_caching = true;        // --enable-prefix-caching / --no-enable-prefix-caching
+  bool enable_chunked_prefill = true;       // --enable-chunked-prefill / --no-enable-chunked-prefill
+  std::optional<uint64_t> seed;             // --seed: default seed of requests without one
+};
+
+// The KV cache a config gives for a model, and what it allows.
+struct KvCachePlan {
+  KvCacheShape shape;            // num_blocks includes the null block
+  int32_t max_model_len = 0;     // resolved
+  int64_t bytes_per_block = 0;
+  double max_concurrency = 0.0;  // requests of max_model_len tokens that fit at once
+  std::string describe() const;  // one line for start-up logs
+};
+
+// Fails (with what to change) when the memory cannot hold one request of max_model_len
+// tokens, or a knob is out of range.
+Result<KvCachePlan> plan_kv_cache(const EngineConfig& config, const ModelConfig& model);
+
+}  // namespace tessera

@@ -1,0 +1,139 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <random>
+
+namespace tessera {
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
+  auto plan = plan_kv_cache(config, model.config());
+  if (!plan.ok()) return plan.status();
+  return std::unique_ptr<EngineCore>(new EngineCore(model, config, *plan));
+}
+
+EngineCore::EngineCore(Model& model, const EngineConfig& config, const KvCachePlan& plan)
+    : model_(model), config_(config), plan_(plan),
+      seed_source_(config.seed.value_or(std::random_device{}())) {
+  kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.block_size,
+                                         config.enable_prefix_caching);
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = config.max_num_batched_tokens;
+  sc.max_num_seqs = config.max_num_seqs;
+  sc.max_model_len = plan.max_model_len;
+  sc.enable_chunked_prefill = config.enable_chunked_prefill;
+  for (int64_t id : model.config().eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
+  scheduler_ = std::make_unique<Scheduler>(sc, *kv_, eos_token_ids_);
+  runner_ = std::make_unique<ModelRunner>(model, plan.shape);
+  scratch_.resize(static_cast<size_t>(model.config().vocab_size));
+}
+
+Status EngineCore::add_request(std::unique_ptr<Request> r) {
+  const int64_t vocab = model_.config().vocab_size;
+  if (std::string err = r->params.validate(); !err.empty()) return Status::error(err);
+  if (r->prompt_token_ids.empty()) return Status::error("prompt must contain at least one token");
+  if (r->num_prompt_tokens() >= plan_.max_model_len) {
+    return Status::error("prompt of " + std::to_string(r->num_prompt_tokens()) +
+                         " tokens is too long: the maximum model length is " + std::to_string(plan_.max_model_len) +
+                         " tokens, and at least one must be left to generate");
+  }
+  for (int32_t id : r->prompt_token_ids) {
+    if (id < 0 || id >= vocab) {
+      return Status::error("prompt token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  for (const auto& [id, bias] : r->params.logit_bias) {
+    if (id >= vocab) return Status::error("logit_bias token id " + std::to_string(id) + " is out of the vocabulary");
+  }
+  if (scheduler_->request(r->id) != nullptr) return Status::error("duplicate request id");
+  const uint64_t seed = r->params.seed.value_or(seed_source_());
+  samplers_.emplace(r->id, Sampler(seed));
+  scheduler_->add_request(std::move(r));
+  return Status();
+}
+
+bool EngineCore::abort_request(RequestId id) {
+  samplers_.erase(id);
+  return scheduler_->finish_request(id, RequestStatus::kFinishedAborted);
+}
+
+bool EngineCore::stop_request(RequestId id) {
+  samplers_.erase(id);
+  return scheduler_->finish_request(id, RequestStatus::kFinishedStopped);
+}
+
+std::unique_ptr<Request> EngineCore::take_finished(RequestId id) { return scheduler_->take_finished(id); }
+
+EngineStats EngineCore::stats() const {
+  EngineStats s;
+  s.num_running = scheduler_->num_running();
+  s.num_waiting = scheduler_->num_waiting();
+  s.kv_cache_usage = kv_->usage();
+  s.num_preemptions = scheduler_->num_preemptions();
+  s.prefix_cache_queries = kv_->prefix_cache_queries();
+  s.prefix_cache_hits = kv_->prefix_cache_hits();
+  return s;
+}
+
+namespace {
+
+// Top-k of the log-softmax, plus the given token when it is outside the top k.
+PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int32_t token) {
+  PositionLogprobs top = top_logprobs(logprobs, n, k);
+  if (std::none_of(top.begin(), top.end(), [&](const auto& e) { return e.first == token; })) {
+    top.emplace_back(token, logprobs[token]);
+  }
+  return top;
+}
+
+}  // namespace
+
+std::vector<EngineStepOutput> EngineCore::step() {
+  std::vector<EngineStepOutput> outputs;
+  const SchedulerOutput out = scheduler_->schedule();
+  if (out.empty()) return outputs;
+  std::vector<LogitsRows> rows;
+  runner_->execute(out, [this](RequestId id) { return scheduler_->request(id); }, &rows);
+
+  const int64_t vocab = runner_->vocab_size();
+  std::vector<int32_t> sampled;
+  std::vector<EngineStepOutput> pending;  // one per sampling request, in schedule order
+  for (size_t i = 0; i < out.requests.size(); ++i) {
+    const ScheduledRequest& s = out.requests[i];
+    const Request* r = scheduler_->request(s.id);
+    const LogitsRows& lr = rows[i];
+    EngineStepOutput o;
+    o.id = s.id;
+    for (int32_t k = 0; k < lr.num_prompt_rows; ++k) {
+      log_softmax(runner_->logits(lr.first_prompt_row + k), vocab, scratch_.data());
+      const int32_t token = r->prompt_token_ids[lr.prompt_position + k];
+      o.prompt_logprobs.push_back(logprobs_with(scratch_.data(), vocab, r->params.prompt_logprobs, token));
+    }
+    if (lr.sample_row < 0) {
+      if (!o.prompt_logprobs.empty()) outputs.push_back(std::move(o));
+      continue;
+    }
+    const float* logits = runner_->logits(lr.sample_row);
+    std::copy(logits, logits + vocab, scratch_.begin());
+    process_logits(scratch_.data(), vocab, r->params, r->prompt_token_ids, r->output_token_ids, eos_token_ids_);
+    const int32_t token = samplers_.at(s.id).sample(scratch_.data(), vocab, r->params);
+    sampled.push_back(token);
+    if (r->params.logprobs > 0) {
+      // Logprobs of the model's distribution (raw logits), as vLLM reports them by default.
+      log_softmax(logits, vocab, scratch_.data());
+      o.new_logprobs = logprobs_with(scratch_.data(), vocab, r->params.logprobs, token);
+      o.new_token_logprob = scratch_[token];
+    }
+    pending.push_back(std::move(o));
+  }
+  const std::vector<StepResult> results = scheduler_->update_from_output(out, sampled);
+  for (size_t i = 0; i < results.size(); ++i) {
+    EngineStepOutput& o = pending[i];
+    if (results[i].token >= 0) o.new_token = results[i].token;
+    o.status = results[i].status;
+    if (is_finished(o.status)) samplers_.erase(o.id);
+    outputs.push_back(std::move(o));
+  }
+  return outputs;
+}
+
+}  // namespace tessera

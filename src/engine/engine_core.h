@@ -1,0 +1,77 @@
+// EngineCore: the step loop. step() = schedule -> run the model -> sample -> update.
+// Requests enter validated; each step reports the new token (and logprobs) of every request
+// that sampled, and which requests finished.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "config/engine_config.h"
+#include "exec/model_runner.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "sched/scheduler.h"
+#include "tessera/outputs.h"
+
+namespace tessera {
+
+// What one step produced for one request.
+struct EngineStepOutput {
+  RequestId id;
+  std::optional<int32_t> new_token;             // absent: no token this step (abort)
+  std::optional<PositionLogprobs> new_logprobs;  // when the request asked for logprobs
+  float new_token_logprob = 0.0f;               // raw logprob of new_token (with logprobs)
+  std::vector<PositionLogprobs> prompt_logprobs;  // prompt positions finished this step
+  RequestStatus status = RequestStatus::kRunning;
+};
+
+struct EngineStats {
+  size_t num_running = 0;
+  size_t num_waiting = 0;
+  double kv_cache_usage = 0.0;
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
+};
+
+class EngineCore {
+ public:
+  static Result<std::unique_ptr<EngineCore>> create(Model& model, const EngineConfig& config);
+
+  const KvCachePlan& plan() const { return plan_; }
+  const ModelConfig& model_config() const { return model_.config(); }
+
+  // Checks the request against the model and the limits (token ids in range, prompt shorter
+  // than max_model_len, sampling parameters) and queues it. Its id must be new.
+  Status add_request(std::unique_ptr<Request> request);
+  // Aborts now: frees its blocks; it reports nothing more. False when unknown or finished.
+  bool abort_request(RequestId id);
+  // Finishes a request for a stop string the caller found (frees its blocks).
+  bool stop_request(RequestId id);
+
+  std::vector<EngineStepOutput> step();
+  bool has_unfinished() const { return scheduler_->has_unfinished(); }
+  // A finished request, handed back once.
+  std::unique_ptr<Request> take_finished(RequestId id);
+  EngineStats stats() const;
+
+ private:
+  EngineCore(Model& model, const EngineConfig& config, const KvCachePlan& plan);
+
+  Model& model_;
+  EngineConfig config_;
+  KvCachePlan plan_;
+  std::unique_ptr<KvCacheManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::vector<int32_t> eos_token_ids_;
+  std::unordered_map<RequestId, Sampler> samplers_;
+  std::mt19937_64 seed_source_;
+  std::vector<float> scratch_;  // [vocab] processed logits / logprobs
+};
+
+}  // namespace tessera
