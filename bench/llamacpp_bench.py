@@ -6,7 +6,7 @@ Run with the bench venv (llama-cpp-python built from source for this CPU):
     /opt/benchenv/bin/python bench/llamacpp_bench.py --model M.gguf \
         --threads 2 --prompt-tokens 512 --gen-tokens 128
 
-What it measures (the same protocol `tessera bench` follows):
+What it measures (the same protocol `tessera bench latency` follows):
   * load the GGUF (n_ctx 1024, n_batch 512, n_threads = n_threads_batch = --threads,
     default mmap, no mlock, verbose off);
   * warm-up (unless --warmup 0): evaluate 8 prompt tokens + 1 single-token step, then

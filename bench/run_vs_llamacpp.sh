@@ -5,7 +5,7 @@
 #
 # MODEL defaults to scripts/default_model_path.sh (SmolLM2-135M-Instruct Q4_1).
 # Runs, alternating, REPEATS times each:
-#   build/bin/tessera bench --model MODEL --threads T --prompt-tokens P --gen-tokens G --json
+#   build/bin/tessera bench latency --model MODEL --threads T --prompt-tokens P --gen-tokens G --json
 #   $BENCH_PYTHON bench/llamacpp_bench.py   (same flags; BENCH_PYTHON=/opt/benchenv/bin/python)
 # and prints the medians and the tessera/llama.cpp ratios. Both sides print one JSON line
 # with engine, threads, prompt_tokens, gen_tokens, prompt_tok_s, decode_tok_s, peak_rss_mib.
@@ -57,7 +57,7 @@ echo "model: $MODEL  threads: $THREADS  prompt: $PROMPT  gen: $GEN  repeats: $RE
 for ((r = 1; r <= REPEATS; r++)); do
   echo "repeat $r/$REPEATS" >&2
   if [ $have_tessera = 1 ]; then
-    run_one "tessera-$r" "$TESSERA" bench --model "$MODEL" --threads "$THREADS" \
+    run_one "tessera-$r" "$TESSERA" bench latency --model "$MODEL" --threads "$THREADS" \
       --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --json
   fi
   if [ $have_llamacpp = 1 ]; then

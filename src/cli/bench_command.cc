@@ -1,6 +1,7 @@
-// `tessera bench`: prompt and decode throughput of one sequence (prompt of N tokens, then
-// M generated), with peak RSS. Prompt ids follow a fixed rule shared with
+// `tessera bench latency`: prompt and decode throughput of one sequence (prompt of N tokens,
+// then M generated), with peak RSS. Prompt ids follow a fixed rule shared with
 // bench/llamacpp_bench.py so both engines see the same tokens.
+// `tessera bench throughput`: vLLM's offline throughput benchmark (bench_throughput.cc).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -88,7 +89,9 @@ int run_bench(const BenchOptions& o) {
 
 void add_bench_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure prompt and decode speed of one sequence");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: latency (one sequence), throughput (offline batch)");
+  bench->require_subcommand(1);
+  CLI::App* cmd = bench->add_subcommand("latency", "Prompt and decode speed of one sequence");
   cmd->add_option("--model", o->model, "Model directory, .safetensors or .gguf file")->required();
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
   add_activation_precision_option(cmd, &o->activation_precision);
@@ -96,6 +99,7 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--gen-tokens", o->gen_tokens, "Tokens to generate");
   cmd->add_flag("--json", o->json, "Print one JSON line");
   cmd->callback([o, exit_code] { *exit_code = run_bench(*o); });
+  add_bench_throughput_command(*bench, exit_code);
 }
 
 }  // namespace tessera::cli

@@ -1,5 +1,5 @@
-// `tessera generate`: offline generation for prompts given as token ids, one JSON line
-// per request.
+// `tessera generate`: offline batch generation on the engine, for prompts given as text or
+// token ids; one JSON line (or a short text block) per prompt, in input order.
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -8,16 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "engine/generator.h"
-#include "model/model.h"
+#include "cli/engine_options.h"
+#include "tessera/llm.h"
 
 namespace tessera::cli {
 namespace {
 
 struct GenerateOptions {
+  EngineArgs engine;
   std::string activation_precision = "precise";
-  std::string model;
   std::string prompts_file;
+  std::vector<std::string> prompts;
   std::vector<int32_t> prompt_token_ids;
   SamplingParams params;
   int64_t seed = -1;
@@ -25,35 +26,60 @@ struct GenerateOptions {
   int threads = 0;
 };
 
+nlohmann::ordered_json logprobs_json(const PositionLogprobs& pos) {
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  for (const auto& [id, lp] : pos) m[std::to_string(id)] = lp;
+  return m;
+}
+
 nlohmann::ordered_json output_json(const RequestOutput& r) {
   nlohmann::ordered_json j;
+  if (r.prompt) j["prompt"] = *r.prompt;
   j["prompt_token_ids"] = r.prompt_token_ids;
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  if (!r.prompt_logprobs.empty()) {
+    j["prompt_logprobs"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < r.prompt_logprobs.size(); ++i) {
+      j["prompt_logprobs"].push_back(i == 0 ? nlohmann::ordered_json() : logprobs_json(r.prompt_logprobs[i]));
+    }
+  }
   j["outputs"] = nlohmann::ordered_json::array();
   for (const CompletionOutput& o : r.outputs) {
     nlohmann::ordered_json oj;
+    oj["index"] = o.index;
+    oj["text"] = o.text;
     oj["token_ids"] = o.token_ids;
+    if (o.cumulative_logprob) oj["cumulative_logprob"] = *o.cumulative_logprob;
     if (!o.logprobs.empty()) {
       oj["logprobs"] = nlohmann::ordered_json::array();
-      for (const PositionLogprobs& pos : o.logprobs) {
-        nlohmann::ordered_json m = nlohmann::ordered_json::object();
-        for (const auto& [id, lp] : pos) m[std::to_string(id)] = lp;
-        oj["logprobs"].push_back(std::move(m));
-      }
+      for (const PositionLogprobs& pos : o.logprobs) oj["logprobs"].push_back(logprobs_json(pos));
     }
     oj["finish_reason"] = o.finish_reason;
+    if (o.stop_string) {
+      oj["stop_reason"] = *o.stop_string;
+    } else if (o.stop_token) {
+      oj["stop_reason"] = *o.stop_token;
+    }
     j["outputs"].push_back(std::move(oj));
   }
   return j;
 }
 
-// One prompt per JSONL line: {"prompt_token_ids": [...]}. Bad lines fail alone.
-Result<std::vector<int32_t>> parse_prompt_line(const std::string& line, int64_t line_no) {
+// One prompt per JSONL line: {"prompt": "text"} or {"prompt_token_ids": [...]}.
+Result<PromptInput> parse_prompt_line(const std::string& line, int64_t line_no) {
   const std::string where = "line " + std::to_string(line_no) + ": ";
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::error(where + "not a JSON object");
+  if (auto text = j.find("prompt"); text != j.end()) {
+    if (!text->is_string()) return Status::error(where + "\"prompt\" must be a string");
+    return PromptInput(text->get<std::string>());
+  }
   auto it = j.find("prompt_token_ids");
   if (it == j.end() || !it->is_array()) {
-    return Status::error(where + "expected \"prompt_token_ids\": [ints] (text prompts need a tokenizer)");
+    return Status::error(where + "expected \"prompt\": \"text\" or \"prompt_token_ids\": [ints]");
   }
   std::vector<int32_t> ids;
   for (const auto& v : *it) {
@@ -62,8 +88,10 @@ Result<std::vector<int32_t>> parse_prompt_line(const std::string& line, int64_t 
     }
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
-  return ids;
+  return PromptInput(std::move(ids));
 }
+
+std::string dump(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 int run_generate(GenerateOptions& o) {
   set_threads(o.threads);
@@ -73,8 +101,10 @@ int run_generate(GenerateOptions& o) {
     std::cerr << "error: " << err << "\n";
     return 2;
   }
-  std::vector<Result<std::vector<int32_t>>> prompts;
-  if (!o.prompt_token_ids.empty()) prompts.emplace_back(o.prompt_token_ids);
+  // Prompts in order; a bad line keeps its place and reports its error there.
+  std::vector<Result<PromptInput>> inputs;
+  for (const std::string& text : o.prompts) inputs.emplace_back(PromptInput(text));
+  if (!o.prompt_token_ids.empty()) inputs.emplace_back(PromptInput(o.prompt_token_ids));
   if (!o.prompts_file.empty()) {
     std::ifstream in(o.prompts_file);
     if (!in) {
@@ -84,44 +114,48 @@ int run_generate(GenerateOptions& o) {
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      prompts.push_back(parse_prompt_line(line, n));
+      inputs.push_back(parse_prompt_line(line, n));
     }
   }
-  if (prompts.empty()) {
-    std::cerr << "error: no prompts (use --prompts-file or --prompt-token-ids)\n";
+  if (inputs.empty()) {
+    std::cerr << "error: no prompts (use --prompt, --prompts-file or --prompt-token-ids)\n";
     return 2;
   }
-  auto model = load_model(o.model);
-  if (!model.ok()) {
-    std::cerr << "error: " << model.error() << "\n";
+  auto llm = LLM::create(o.engine);
+  if (!llm.ok()) {
+    std::cerr << "error: " << llm.error() << "\n";
     return 1;
   }
-  Generator generator(**model);
+  std::vector<PromptInput> prompts;
+  std::vector<size_t> slot;  // inputs index of each valid prompt
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].ok()) continue;
+    prompts.push_back(*inputs[i]);
+    slot.push_back(i);
+  }
+  const std::vector<RequestOutput> outs = (*llm)->generate(prompts, o.params);
+  std::vector<const RequestOutput*> by_input(inputs.size(), nullptr);
+  for (size_t k = 0; k < outs.size(); ++k) by_input[slot[k]] = &outs[k];
   int status = 0;
-  for (const auto& prompt : prompts) {
-    if (!prompt.ok()) {
-      std::cerr << "error: " << prompt.error() << "\n";
-      if (o.json) std::cout << nlohmann::json{{"error", prompt.error()}}.dump() << "\n";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const RequestOutput* r = by_input[i];
+    const std::string error = r == nullptr ? inputs[i].error() : r->error;
+    if (!error.empty()) {
+      std::cerr << "error: " << error << "\n";
       status = 1;
-      continue;
-    }
-    auto out = generator.generate(*prompt, o.params);
-    if (!out.ok()) {
-      std::cerr << "error: " << out.error() << "\n";
-      if (o.json) std::cout << nlohmann::json{{"prompt_token_ids", *prompt}, {"error", out.error()}}.dump() << "\n";
-      status = 1;
-      continue;
     }
     if (o.json) {
-      std::cout << output_json(*out).dump() << "\n";
-    } else {
-      const CompletionOutput& c = out->outputs[0];
-      std::cout << "prompt_token_ids: " << nlohmann::json(out->prompt_token_ids).dump() << "\n"
-                << "token_ids: " << nlohmann::json(c.token_ids).dump() << "\n"
-                << "finish_reason: " << c.finish_reason << "\n";
+      std::cout << (r == nullptr ? dump(nlohmann::ordered_json{{"error", error}}) : dump(output_json(*r))) << "\n";
+    } else if (r != nullptr && error.empty()) {
+      for (const CompletionOutput& c : r->outputs) {
+        if (r->prompt) std::cout << "prompt: " << *r->prompt << "\n";
+        std::cout << "text: " << c.text << "\n"
+                  << "token_ids: " << nlohmann::json(c.token_ids).dump() << "\n"
+                  << "finish_reason: " << c.finish_reason << "\n";
+      }
     }
-    std::cout.flush();
   }
+  std::cout.flush();
   return status;
 }
 
@@ -129,18 +163,13 @@ int run_generate(GenerateOptions& o) {
 
 void add_generate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate completions for prompts");
-  cmd->add_option("--model", o->model, "Model directory, .safetensors or .gguf file")->required();
-  cmd->add_option("--prompts-file", o->prompts_file, "JSONL file of {\"prompt_token_ids\": [...]}");
+  CLI::App* cmd = app.add_subcommand("generate", "Generate completions for prompts (offline batch)");
+  add_engine_options(cmd, &o->engine);
+  cmd->add_option("--prompt", o->prompts, "A text prompt (repeatable)");
+  cmd->add_option("--prompts-file", o->prompts_file, "JSONL file of {\"prompt\": \"...\"} or {\"prompt_token_ids\": [...]}");
   cmd->add_option("--prompt-token-ids", o->prompt_token_ids, "One prompt as token ids")->delimiter(',');
-  cmd->add_option("--max-tokens", o->params.max_tokens, "Tokens to generate per prompt");
-  cmd->add_option("--temperature", o->params.temperature, "0 = greedy");
-  cmd->add_option("--top-k", o->params.top_k, "-1 = disabled");
-  cmd->add_option("--top-p", o->params.top_p, "Nucleus sampling mass");
-  cmd->add_option("--seed", o->seed, "Sampling seed");
-  cmd->add_option("--logprobs", o->params.logprobs, "Top-K logprobs per generated token");
-  cmd->add_flag("--ignore-eos", o->params.ignore_eos, "Do not stop at end-of-sequence tokens");
-  cmd->add_flag("--json", o->json, "One JSON line per request");
+  add_sampling_options(cmd, &o->params, &o->seed);
+  cmd->add_flag("--json", o->json, "One JSON line per prompt");
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
   add_activation_precision_option(cmd, &o->activation_precision);
   cmd->callback([o, exit_code] { *exit_code = run_generate(*o); });

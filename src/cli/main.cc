@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   tessera::cli::add_generate_command(app, &exit_code);
   tessera::cli::add_bench_command(app, &exit_code);
+  tessera::cli::add_tokenize_commands(app, &exit_code);
+  tessera::cli::add_template_command(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,43 @@
+#include "cli/engine_options.h"
+
+namespace tessera::cli {
+
+void add_engine_options(CLI::App* cmd, EngineArgs* a) {
+  cmd->add_option("--model", a->model, "Model directory, .safetensors or .gguf file")->required();
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json, model directory, .gguf or .model (default: the model's)");
+  cmd->add_option("--block-size", a->block_size, "Tokens per KV-cache block")->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "Bytes of KV-cache storage")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-model-len", a->max_model_len, "Maximum prompt + output tokens (default: the model's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Token budget of one engine step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->enable_prefix_caching,
+                "Reuse cached KV blocks of equal prefixes (default on)");
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", a->enable_chunked_prefill,
+                "Split long prompts over several steps (default on)");
+  cmd->add_flag("--disable-progress-bar", a->disable_progress_bar, "No progress bar on stderr");
+}
+
+void add_sampling_options(CLI::App* cmd, SamplingParams* p, int64_t* seed) {
+  cmd->add_option("--max-tokens", p->max_tokens, "Tokens to generate per completion");
+  cmd->add_option("--min-tokens", p->min_tokens, "Tokens before EOS or stop tokens may end a completion");
+  cmd->add_option("-n,--n", p->n, "Completions per prompt");
+  cmd->add_option("--temperature", p->temperature, "0 = greedy");
+  cmd->add_option("--top-k", p->top_k, "-1 = disabled");
+  cmd->add_option("--top-p", p->top_p, "Nucleus sampling mass");
+  cmd->add_option("--min-p", p->min_p, "Drop tokens below min_p times the best token's probability");
+  cmd->add_option("--presence-penalty", p->presence_penalty, "Subtracted once per token present in the output");
+  cmd->add_option("--frequency-penalty", p->frequency_penalty, "Subtracted per occurrence in the output");
+  cmd->add_option("--repetition-penalty", p->repetition_penalty, "Divides (or multiplies) logits of seen tokens");
+  cmd->add_option("--seed", *seed, "Sampling seed (completion i of a prompt uses seed + i)");
+  cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
+  cmd->add_option("--stop-token-ids", p->stop_token_ids, "Token ids that end a completion")->delimiter(',');
+  cmd->add_flag("--include-stop-str-in-output", p->include_stop_str_in_output, "Keep the stop string in the text");
+  cmd->add_flag("--ignore-eos", p->ignore_eos, "Do not stop at end-of-sequence tokens");
+  cmd->add_option("--logprobs", p->logprobs, "Top-K logprobs per generated token");
+  cmd->add_option("--prompt-logprobs", p->prompt_logprobs, "Top-K logprobs per prompt token");
+  cmd->add_flag("!--no-skip-special-tokens", p->skip_special_tokens, "Keep special tokens in the output text");
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,317 @@
+// The engine end to end on real models through the offline API: batch invariance (a prompt
+// gives the same greedy output alone and among 64), prefix caching on/off equivalence,
+// seeded sampling independent of the batch, n > 1 sharing prompt blocks, bad requests
+// failing alone, preemption under a small KV cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "common/test_paths.h"
+#include "tessera/llm.h"
+
+namespace tessera {
+namespace {
+
+std::string stories_gguf() { return testing::test_data() + "/stories260K/stories260K-f32.gguf"; }
+
+std::vector<PromptInput> random_prompts(int count, int vocab, int min_len, int max_len, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<PromptInput> prompts;
+  for (int i = 0; i < count; ++i) {
+    const int len = min_len + static_cast<int>(rng() % static_cast<uint32_t>(max_len - min_len + 1));
+    std::vector<int32_t> ids;
+    for (int k = 0; k < len; ++k) ids.push_back(3 + static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab - 3)));
+    prompts.emplace_back(std::move(ids));
+  }
+  return prompts;
+}
+
+EngineArgs quiet(const std::string& model) {
+  EngineArgs a;
+  a.model = model;
+  a.disable_progress_bar = true;
+  a.disable_log_stats = true;
+  a.kv_cache_memory = int64_t{256} << 20;
+  return a;
+}
+
+// vLLM's check_logprobs_close: equal tokens, or at the first difference each side's token
+// is in the other's top-5 (and comparison stops); logprobs of equal tokens within tol.
+void expect_logprobs_close(const CompletionOutput& a, const CompletionOutput& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.logprobs.size(), a.token_ids.size());
+  ASSERT_EQ(b.logprobs.size(), b.token_ids.size());
+  const size_t n = std::min(a.token_ids.size(), b.token_ids.size());
+  for (size_t i = 0; i < n; ++i) {
+    auto lp = [](const PositionLogprobs& top, int32_t tok) {
+      for (const auto& [id, v] : top) {
+        if (id == tok) return static_cast<double>(v);
+      }
+      return static_cast<double>(NAN);
+    };
+    if (a.token_ids[i] == b.token_ids[i]) {
+      EXPECT_NEAR(lp(a.logprobs[i], a.token_ids[i]), lp(b.logprobs[i], b.token_ids[i]), tol) << what << " position " << i;
+      continue;
+    }
+    auto in_top5 = [](const PositionLogprobs& top, int32_t tok) {
+      for (size_t k = 0; k < std::min<size_t>(5, top.size()); ++k) {
+        if (top[k].first == tok) return true;
+      }
+      return false;
+    };
+    EXPECT_TRUE(in_top5(a.logprobs[i], b.token_ids[i]) && in_top5(b.logprobs[i], a.token_ids[i]))
+        << what << " diverges at " << i << ": " << a.token_ids[i] << " vs " << b.token_ids[i];
+    return;
+  }
+  EXPECT_EQ(a.token_ids.size(), b.token_ids.size()) << what;
+}
+
+void check_batch_invariance(const std::string& model, int vocab, int max_len, int max_tokens, uint32_t seed) {
+  EngineArgs args = quiet(model);
+  args.max_model_len = 512;
+  auto llm = LLM::create(args);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const auto prompts = random_prompts(64, vocab, 1, max_len, seed);
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.logprobs = 5;
+  const auto together = (*llm)->generate(prompts, p);
+  ASSERT_EQ(together.size(), prompts.size());
+  // Alone: a separate engine without prefix caching, so nothing computed in the batch is reused.
+  args.enable_prefix_caching = false;
+  auto solo = LLM::create(args);
+  ASSERT_TRUE(solo.ok()) << solo.error();
+  int identical = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(together[i].error.empty()) << together[i].error;
+    const auto alone = (*solo)->generate({prompts[i]}, p);
+    ASSERT_EQ(alone.size(), 1u);
+    ASSERT_EQ(together[i].outputs.size(), 1u);
+    EXPECT_EQ(together[i].prompt_token_ids, prompts[i].token_ids);
+    expect_logprobs_close(alone[0].outputs[0], together[i].outputs[0], 0.05, "prompt " + std::to_string(i));
+    identical += alone[0].outputs[0].token_ids == together[i].outputs[0].token_ids;
+  }
+  std::printf("[ %s ] %d/64 prompts identical alone and batched\n", model.c_str(), identical);
+  EXPECT_GE(identical, 60);
+}
+
+TEST(LlmEngine, BatchInvarianceStories260K) {
+  check_batch_invariance(stories_gguf(), 512, 80, 48, 1);
+}
+
+TEST(LlmEngine, BatchInvarianceSmolLM2) {
+  if (!testing::exists(testing::default_model())) GTEST_SKIP() << "SmolLM2 not installed";
+  check_batch_invariance(testing::default_model(), 49152, 40, 12, 2);
+}
+
+TEST(LlmEngine, PrefixCachingOnAndOffGiveTheSameOutputs) {
+  const auto prompts = [] {
+    // Shared 40-token prefixes with different tails.
+    auto base = random_prompts(4, 512, 40, 40, 3);
+    std::vector<PromptInput> out;
+    std::mt19937 rng(4);
+    for (int i = 0; i < 24; ++i) {
+      auto ids = base[static_cast<size_t>(i) % base.size()].token_ids;
+      for (int k = 0; k < 1 + i % 7; ++k) ids.push_back(3 + static_cast<int32_t>(rng() % 500));
+      out.emplace_back(std::move(ids));
+    }
+    return out;
+  }();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 24;
+  p.ignore_eos = true;
+  std::vector<std::vector<int32_t>> outs[2];
+  int64_t hits[2] = {0, 0};
+  for (int on = 0; on < 2; ++on) {
+    EngineArgs a = quiet(stories_gguf());
+    a.enable_prefix_caching = on == 1;
+    auto llm = LLM::create(a);
+    ASSERT_TRUE(llm.ok()) << llm.error();
+    for (const auto& r : (*llm)->generate(prompts, p)) outs[on].push_back(r.outputs.at(0).token_ids);
+    hits[on] = (*llm)->stats().prefix_cache_hits;
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_EQ(hits[0], 0);
+  EXPECT_GT(hits[1], 0);
+}
+
+TEST(LlmEngine, SeededSamplingDoesNotDependOnTheBatch) {
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const auto prompts = random_prompts(16, 512, 5, 30, 5);
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_p = 0.95f;
+  p.max_tokens = 32;
+  p.ignore_eos = true;
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    params.push_back(p);
+    params.back().seed = 1000 + i;
+  }
+  const auto together = (*llm)->generate(prompts, params);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto alone = (*llm)->generate({prompts[i]}, params[i]);
+    EXPECT_EQ(alone[0].outputs[0].token_ids, together[i].outputs[0].token_ids) << "prompt " << i;
+  }
+  // A different seed gives a different sample (on 32 tokens at temperature 0.9).
+  params[0].seed = 77;
+  const auto other = (*llm)->generate({prompts[0]}, params[0]);
+  EXPECT_NE(other[0].outputs[0].token_ids, together[0].outputs[0].token_ids);
+}
+
+TEST(LlmEngine, ParallelSamplingSharesThePromptBlocks) {
+  // 64-token prompt = 4 full blocks of 16; 4 completions of 16 tokens.
+  const auto prompt = random_prompts(1, 512, 64, 64, 6);
+  SamplingParams p;
+  p.n = 4;
+  p.temperature = 1.0f;
+  p.seed = 3;
+  p.max_tokens = 16;
+  p.ignore_eos = true;
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const auto out = (*llm)->generate(prompt, p);
+  ASSERT_EQ(out[0].outputs.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[0].outputs[i].index, i);
+    EXPECT_EQ(out[0].outputs[i].token_ids.size(), 16u);
+  }
+  EXPECT_NE(out[0].outputs[0].token_ids, out[0].outputs[1].token_ids);
+  // The first child computes the 4 prompt blocks and caches them; the others hit 3 (the
+  // last prompt token is always computed, so each recomputes block 3 in its own block), and
+  // every child adds one block for positions 64..78: 4 + 3 x 1 + 4 x 1 = 11 blocks, where
+  // 4 unshared completions would take 4 x 5 = 20.
+  EXPECT_EQ((*llm)->stats().peak_kv_blocks_used, 11);
+  EXPECT_EQ((*llm)->stats().prefix_cache_hits, 3 * 48);  // children 2-4 hit 3 blocks (63 < 64 tokens)
+}
+
+TEST(LlmEngine, BadRequestsFailAloneAndOthersRun) {
+  EngineArgs a = quiet(stories_gguf());
+  a.max_model_len = 128;
+  auto llm = LLM::create(a);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 8;
+  std::vector<PromptInput> prompts = {std::vector<int32_t>{1, 2, 3}, std::vector<int32_t>{1, 9999},
+                                      std::vector<int32_t>(200, 5), std::vector<int32_t>{}, std::vector<int32_t>{1, 4, 5}};
+  const auto out = (*llm)->generate(prompts, p);
+  EXPECT_TRUE(out[0].error.empty());
+  EXPECT_NE(out[1].error.find("out of range"), std::string::npos) << out[1].error;
+  EXPECT_NE(out[2].error.find("maximum model length"), std::string::npos) << out[2].error;
+  EXPECT_FALSE(out[3].error.empty());
+  EXPECT_TRUE(out[4].error.empty());
+  EXPECT_EQ(out[4].outputs.at(0).token_ids.size(), 8u);
+  SamplingParams bad = p;
+  bad.top_p = 2;
+  EXPECT_FALSE((*llm)->generate({std::vector<int32_t>{1}}, bad)[0].error.empty());
+  // Generation stops at max_model_len.
+  SamplingParams longp = p;
+  longp.max_tokens = 1000;
+  longp.ignore_eos = true;
+  const auto capped = (*llm)->generate({std::vector<int32_t>(100, 7)}, longp);
+  EXPECT_EQ(capped[0].outputs.at(0).token_ids.size(), 28u);
+  EXPECT_EQ(capped[0].outputs.at(0).finish_reason, "length");
+}
+
+TEST(LlmEngine, SmallKvCachePreemptsAndStillMatches) {
+  const auto prompts = random_prompts(12, 512, 20, 60, 8);
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 40;
+  p.ignore_eos = true;
+  EngineArgs big = quiet(stories_gguf());
+  auto ref = LLM::create(big);
+  ASSERT_TRUE(ref.ok());
+  const auto expected = (*ref)->generate(prompts, p);
+  EngineArgs small = big;
+  small.max_model_len = 128;
+  // 12 blocks of 16 tokens: room for about two requests at a time.
+  small.kv_cache_memory = 12 * 2 * 5 * 16 * 32 * 4;  // blocks x K,V x layers x tokens x kv_dim x fp32
+  auto llm = LLM::create(small);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const auto got = (*llm)->generate(prompts, p);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].outputs.at(0).token_ids, expected[i].outputs.at(0).token_ids);
+  EXPECT_GT((*llm)->stats().num_preemptions, 0);
+}
+
+TEST(LlmEngine, BeamSearchWidthOneIsGreedyAndScoresAreTrueLogprobs) {
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const auto prompts = random_prompts(3, 512, 4, 12, 9);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_tokens = 10;
+  greedy.ignore_eos = true;
+  BeamSearchParams bp;
+  bp.beam_width = 1;
+  bp.max_tokens = 10;
+  bp.ignore_eos = true;
+  const auto g = (*llm)->generate(prompts, greedy);
+  const auto b1 = (*llm)->beam_search(prompts, bp);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(b1[i].sequences.size(), 1u);
+    EXPECT_EQ(b1[i].sequences[0].output_token_ids, g[i].outputs[0].token_ids);
+  }
+  bp.beam_width = 3;
+  const auto b3 = (*llm)->beam_search(prompts, bp);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(b3[i].sequences.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      const BeamSequence& s = b3[i].sequences[k];
+      EXPECT_EQ(s.output_token_ids.size(), 10u);
+      if (k > 0) EXPECT_GE(b3[i].sequences[k - 1].cum_logprob / 10, s.cum_logprob / 10 - 1e-9);
+      // The score is the sum of the model's logprobs of the chosen tokens: recompute it
+      // independently with prompt logprobs over the whole sequence.
+      SamplingParams check;
+      check.max_tokens = 1;
+      check.prompt_logprobs = 1;
+      const auto r = (*llm)->generate({s.token_ids}, check);
+      ASSERT_EQ(r[0].prompt_logprobs.size(), s.token_ids.size());
+      double sum = 0;
+      const size_t first_out = s.token_ids.size() - s.output_token_ids.size();
+      for (size_t pos = first_out; pos < s.token_ids.size(); ++pos) {
+        const auto& top = r[0].prompt_logprobs[pos];
+        auto it = std::find_if(top.begin(), top.end(), [&](const auto& e) { return e.first == s.token_ids[pos]; });
+        ASSERT_NE(it, top.end());
+        sum += it->second;
+      }
+      EXPECT_NEAR(sum, s.cum_logprob, 1e-3) << "prompt " << i << " beam " << k;
+    }
+    // On these prompts the widest search finds at least greedy's score.
+    EXPECT_GE(b3[i].sequences[0].cum_logprob, b1[i].sequences[0].cum_logprob - 1e-6);
+  }
+}
+
+TEST(LlmEngine, ChatRendersTheModelTemplateLikeTransformers) {
+  if (!testing::exists(testing::default_model())) GTEST_SKIP() << "SmolLM2 not installed";
+  EngineArgs args = quiet(testing::default_model());
+  args.max_model_len = 512;
+  auto llm = LLM::create(args);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 8;
+  const std::vector<nlohmann::ordered_json> convs = {
+      nlohmann::ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])"),
+      nlohmann::ordered_json::parse(R"({"not": "a list"})")};
+  const auto out = (*llm)->chat(convs, p);
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_TRUE(out[0].error.empty()) << out[0].error;
+  // transformers 5.24: AutoTokenizer.from_pretrained(gguf).apply_chat_template(messages,
+  // add_generation_prompt=True, tokenize=True) on the same GGUF.
+  const std::vector<int32_t> hf_ids = {1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308, 34519,
+                                       28, 7018, 411, 407, 19712, 8182, 2, 198, 1, 4093, 198, 1780, 314,
+                                       260, 3575, 282, 4649, 47, 2, 198, 1, 520, 9531, 198};
+  EXPECT_EQ(out[0].prompt_token_ids, hf_ids);
+  EXPECT_EQ(out[0].outputs.at(0).text.substr(0, 30), "The capital of France is Paris");
+  EXPECT_FALSE(out[1].error.empty());
+}
+
+}  // namespace
+}  // namespace tessera
