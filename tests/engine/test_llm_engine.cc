@@ -288,6 +288,36 @@ TEST(LlmEngine, BeamSearchWidthOneIsGreedyAndScoresAreTrueLogprobs) {
   }
 }
 
+TEST(LlmEngine, StopStringsAcrossTokenBoundariesAreCutFromTheText) {
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 40;
+  p.ignore_eos = true;
+  const auto full = (*llm)->generate({"Once upon a time"}, p);
+  ASSERT_TRUE(full[0].error.empty()) << full[0].error;
+  const std::string text = full[0].outputs[0].text;
+  ASSERT_GT(text.size(), 30u);
+  // A stop string from the middle of one token's text to the middle of a later one's.
+  std::vector<int32_t> ids = full[0].outputs[0].token_ids;
+  const std::string before5 = (*llm)->decode(std::vector<int32_t>(ids.begin(), ids.begin() + 5));
+  const std::string before7 = (*llm)->decode(std::vector<int32_t>(ids.begin(), ids.begin() + 7));
+  ASSERT_GT(before7.size(), before5.size() + 2);
+  const size_t start = before5.size() - 1;  // last character of token 5's text
+  const std::string stop = text.substr(start, before7.size() - start - 1);
+  ASSERT_EQ(text.find(stop), start) << "pick a stop string that occurs first there";
+  p.stop = {stop, "never appears"};
+  const auto cut = (*llm)->generate({"Once upon a time"}, p);
+  EXPECT_EQ(cut[0].outputs[0].text, text.substr(0, start));
+  EXPECT_EQ(cut[0].outputs[0].finish_reason, "stop");
+  EXPECT_EQ(cut[0].outputs[0].stop_string, stop);
+  EXPECT_LE(cut[0].outputs[0].token_ids.size(), 7u);
+  p.include_stop_str_in_output = true;
+  const auto kept = (*llm)->generate({"Once upon a time"}, p);
+  EXPECT_EQ(kept[0].outputs[0].text, text.substr(0, start + stop.size()));
+}
+
 TEST(LlmEngine, ChatRendersTheModelTemplateLikeTransformers) {
   if (!testing::exists(testing::default_model())) GTEST_SKIP() << "SmolLM2 not installed";
   EngineArgs args = quiet(testing::default_model());
