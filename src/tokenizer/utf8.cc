@@ -2,34 +2,47 @@
 
 namespace tessera::tokenizer {
 
-size_t utf8_valid_len(std::string_view s, size_t pos) {
-  const size_t n = s.size();
-  if (pos >= n) return 0;
-  const auto b = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
-  const uint8_t c = b(pos);
+namespace {
+
+// Length of the sequence a lead byte starts (0: not a valid lead byte) and the allowed
+// range of its second byte (Unicode Table 3-7), which rules out overlongs, surrogates and
+// code points past U+10FFFF.
+size_t lead_len(uint8_t c, uint8_t* lo, uint8_t* hi) {
+  *lo = 0x80;
+  *hi = 0xBF;
   if (c < 0x80) return 1;
-  // Allowed second-byte ranges per lead byte (Unicode Table 3-7), which rules out
-  // overlongs, surrogates and code points past U+10FFFF.
-  uint8_t lo = 0x80, hi = 0xBF;
-  size_t len = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
+  if (c >= 0xC2 && c <= 0xDF) return 2;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (c == 0xE0) *lo = 0xA0;
+    if (c == 0xED) *hi = 0x9F;
+    return 3;
   }
-  if (pos + 1 >= n || b(pos + 1) < lo || b(pos + 1) > hi) return 0;
-  for (size_t i = 2; i < len; ++i) {
-    if (pos + i >= n || b(pos + i) < 0x80 || b(pos + i) > 0xBF) return 0;
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (c == 0xF0) *lo = 0x90;
+    if (c == 0xF4) *hi = 0x8F;
+    return 4;
   }
-  return len;
+  return 0;
+}
+
+// How many bytes at pos (lead included, at most len) fit a valid sequence of that lead.
+size_t matched_prefix(std::string_view s, size_t pos, size_t len, uint8_t lo, uint8_t hi) {
+  size_t i = 1;
+  for (; i < len && pos + i < s.size(); ++i) {
+    const auto x = static_cast<uint8_t>(s[pos + i]);
+    if (x < (i == 1 ? lo : 0x80) || x > (i == 1 ? hi : 0xBF)) break;
+  }
+  return i;
+}
+
+}  // namespace
+
+size_t utf8_valid_len(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return 0;
+  uint8_t lo, hi;
+  const size_t len = lead_len(static_cast<uint8_t>(s[pos]), &lo, &hi);
+  if (len == 0) return 0;
+  return matched_prefix(s, pos, len, lo, hi) == len ? len : 0;
 }
 
 bool is_valid_utf8(std::string_view s) {
@@ -51,29 +64,9 @@ namespace {
 // Length of the longest prefix at pos that could start a valid sequence (the "maximal
 // subpart" a decoder replaces with one U+FFFD); at least 1.
 size_t maximal_subpart(std::string_view s, size_t pos) {
-  const auto c = static_cast<uint8_t>(s[pos]);
-  uint8_t lo = 0x80, hi = 0xBF;
-  size_t len = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 1;
-  }
-  size_t i = 1;
-  for (; i < len && pos + i < s.size(); ++i) {
-    const auto x = static_cast<uint8_t>(s[pos + i]);
-    const uint8_t l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-    if (x < l || x > h) break;
-  }
-  return i;
+  uint8_t lo, hi;
+  const size_t len = lead_len(static_cast<uint8_t>(s[pos]), &lo, &hi);
+  return len == 0 ? 1 : matched_prefix(s, pos, len, lo, hi);
 }
 
 }  // namespace
