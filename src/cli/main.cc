@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_bench_command(app, &exit_code);
   tessera::cli::add_tokenize_commands(app, &exit_code);
   tessera::cli::add_template_command(app, &exit_code);
+  tessera::cli::add_serve_command(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

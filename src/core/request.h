@@ -42,6 +42,7 @@ struct Request {
   int32_t priority = 0;              // lower runs first (vLLM's convention)
   uint64_t arrival_seq = 0;          // admission order among equal priorities
   double arrival_time = 0.0;         // seconds, steady clock
+  double first_scheduled_time = 0.0; // when it was first admitted (0: not yet); queue time
 
   RequestStatus status = RequestStatus::kWaiting;
   int32_t num_computed_tokens = 0;   // tokens whose K/V is in the cache (or scheduled this step)

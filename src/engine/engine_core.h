@@ -38,26 +38,43 @@ struct EngineStats {
   int64_t prefix_cache_hits = 0;
 };
 
-class EngineCore {
+// The step loop as the layers above see it (AsyncEngine, tests); EngineCore runs a model,
+// FakeEngineCore only emits tokens (to measure everything around the model).
+class EngineCoreBase {
+ public:
+  virtual ~EngineCoreBase() = default;
+  // Checks the request against the model and the limits (token ids in range, prompt shorter
+  // than max_model_len, sampling parameters) and queues it. Its id must be new.
+  virtual Status add_request(std::unique_ptr<Request> request) = 0;
+  // Aborts now: frees its blocks; it reports nothing more. False when unknown or finished.
+  virtual bool abort_request(RequestId id) = 0;
+  // Finishes a request for a stop string the caller found (frees its blocks).
+  virtual bool stop_request(RequestId id) = 0;
+  virtual std::vector<EngineStepOutput> step() = 0;
+  virtual bool has_unfinished() const = 0;
+  // A finished request, handed back once.
+  virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual int32_t max_model_len() const = 0;
+  virtual int64_t vocab_size() const = 0;
+};
+
+class EngineCore : public EngineCoreBase {
  public:
   static Result<std::unique_ptr<EngineCore>> create(Model& model, const EngineConfig& config);
 
   const KvCachePlan& plan() const { return plan_; }
   const ModelConfig& model_config() const { return model_.config(); }
 
-  // Checks the request against the model and the limits (token ids in range, prompt shorter
-  // than max_model_len, sampling parameters) and queues it. Its id must be new.
-  Status add_request(std::unique_ptr<Request> request);
-  // Aborts now: frees its blocks; it reports nothing more. False when unknown or finished.
-  bool abort_request(RequestId id);
-  // Finishes a request for a stop string the caller found (frees its blocks).
-  bool stop_request(RequestId id);
-
-  std::vector<EngineStepOutput> step();
-  bool has_unfinished() const { return scheduler_->has_unfinished(); }
-  // A finished request, handed back once.
-  std::unique_ptr<Request> take_finished(RequestId id);
-  EngineStats stats() const;
+  Status add_request(std::unique_ptr<Request> request) override;
+  bool abort_request(RequestId id) override;
+  bool stop_request(RequestId id) override;
+  std::vector<EngineStepOutput> step() override;
+  bool has_unfinished() const override { return scheduler_->has_unfinished(); }
+  std::unique_ptr<Request> take_finished(RequestId id) override;
+  EngineStats stats() const override;
+  int32_t max_model_len() const override { return plan_.max_model_len; }
+  int64_t vocab_size() const override { return model_.config().vocab_size; }
 
  private:
   EngineCore(Model& model, const EngineConfig& config, const KvCachePlan& plan);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "engine/engine_setup.h"
 #include "engine/llm_impl.h"
 
 namespace tessera {
@@ -50,29 +51,12 @@ LLM::~LLM() = default;
 Result<std::unique_ptr<LLM>> LLM::create(const EngineArgs& args) {
   auto impl = std::make_unique<Impl>();
   impl->args = args;
-  auto model = load_model(args.model);
-  if (!model.ok()) return model.status();
-  impl->model = std::move(*model);
-  auto tok = tokenizer::load_tokenizer(args.tokenizer.empty() ? args.model : args.tokenizer);
-  if (tok.ok()) {
-    impl->tokenizer = std::move(*tok);
-  } else if (!args.tokenizer.empty()) {
-    return tok.status();
-  } else {
-    impl->tokenizer_error = tok.error();
-  }
-  EngineConfig config;
-  config.block_size = args.block_size;
-  config.kv_cache_memory = args.kv_cache_memory;
-  config.max_model_len = args.max_model_len;
-  config.max_num_seqs = args.max_num_seqs;
-  config.max_num_batched_tokens = args.max_num_batched_tokens;
-  config.enable_prefix_caching = args.enable_prefix_caching;
-  config.enable_chunked_prefill = args.enable_chunked_prefill;
-  config.seed = args.seed;
-  auto engine = EngineCore::create(*impl->model, config);
-  if (!engine.ok()) return engine.status();
-  impl->engine = std::move(*engine);
+  auto loaded = load_engine(args);
+  if (!loaded.ok()) return loaded.status();
+  impl->model = std::move(loaded->model);
+  impl->tokenizer = std::move(loaded->tokenizer);
+  impl->tokenizer_error = std::move(loaded->tokenizer_error);
+  impl->engine = std::move(loaded->core);
   impl->stats.num_kv_blocks = impl->engine->plan().shape.num_blocks - 1;
   for (int64_t id : impl->model->config().eos_token_ids) impl->eos_token_ids.push_back(static_cast<int32_t>(id));
   if (!args.disable_log_stats) std::fprintf(stderr, "tessera: %s\n", impl->engine->plan().describe().c_str());

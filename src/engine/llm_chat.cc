@@ -1,34 +1,14 @@
 // LLM::chat: conversations rendered by the model's chat template (or one given), tokenized
 // without adding special tokens (the template writes BOS itself, as vLLM does), generated.
-#include <filesystem>
-
+#include "engine/engine_setup.h"
 #include "engine/llm_impl.h"
 #include "tokenizer/chat_template.h"
 
 namespace tessera {
 
-namespace {
-
-// Where the model keeps its template: the GGUF itself, or tokenizer_config.json beside
-// the weights (or beside an explicit tokenizer.json).
-std::string default_template_source(const EngineArgs& args) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const std::string& p : {args.tokenizer, args.model}) {
-    if (p.empty()) continue;
-    const fs::path path(p);
-    if (path.extension() == ".gguf") return p;
-    const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path();
-    if (fs::exists(dir / "tokenizer_config.json", ec)) return (dir / "tokenizer_config.json").string();
-  }
-  return "";
-}
-
-}  // namespace
-
 Result<std::string> LLM::apply_chat_template(const nlohmann::ordered_json& messages, const ChatOptions& options) {
   Impl& m = *impl_;
-  const std::string source = options.chat_template.empty() ? default_template_source(m.args) : options.chat_template;
+  const std::string source = options.chat_template.empty() ? default_chat_template_source(m.args) : options.chat_template;
   if (source.empty()) return Status::error("the model has no chat template; pass one (a .jinja file)");
   auto& cached = m.chat_templates[source];
   if (!cached) {

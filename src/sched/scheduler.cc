@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/check.h"
 
@@ -120,6 +121,10 @@ SchedulerOutput Scheduler::schedule() {
       r->status = RequestStatus::kRunning;
       r->num_computed_tokens = hit.num_computed_tokens;
       if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_computed_tokens;
+      if (r->first_scheduled_time == 0.0) {
+        r->first_scheduled_time =
+            std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      }
       running_.push_back(r);
       emit(r, n);
     }

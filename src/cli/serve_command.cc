@@ -1,0 +1,225 @@
+// `tessera serve MODEL`: the OpenAI-compatible HTTP server (docs/server.md). Loads the
+// model, plans the KV cache, starts the engine thread and the HTTP threads, and drains on
+// SIGTERM/SIGINT: no new requests, in-flight ones finish until --shutdown-timeout, the rest
+// are aborted, exit 0.
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/engine_options.h"
+#include "engine/async_engine.h"
+#include "engine/engine_setup.h"
+#include "engine/fake_engine_core.h"
+#include "server/api_server.h"
+#include "server/http_server.h"
+
+#ifndef TESSERA_VERSION
+#define TESSERA_VERSION "dev"
+#endif
+
+namespace tessera::cli {
+namespace {
+
+namespace net = server::net;
+
+struct ServeOptions {
+  EngineArgs engine;
+  std::string model_positional;
+  server::HttpServerOptions http;
+  std::string api_key;
+  std::string served_model_name;
+  std::string chat_template;
+  std::string generation_config = "auto";
+  size_t max_queued_requests = 4096;
+  double shutdown_timeout = 30.0;
+  int threads = 0;
+  std::string activation_precision = "precise";
+  bool fake_engine = false;
+};
+
+// As many open files as the hard limit allows: every connection is one.
+void raise_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+// --generation-config auto: sampling defaults of generation_config.json beside the model.
+server::SamplingDefaults load_generation_config(const std::string& mode, const std::string& model) {
+  server::SamplingDefaults d;
+  if (mode != "auto") return d;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path = fs::is_directory(model, ec) ? fs::path(model) : fs::path(model).parent_path();
+  std::ifstream in(path / "generation_config.json");
+  if (!in) return d;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object()) return d;
+  auto num = [&](const char* k) -> std::optional<double> {
+    auto it = j.find(k);
+    if (it == j.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  if (auto v = num("temperature")) d.temperature = static_cast<float>(*v);
+  if (auto v = num("top_p")) d.top_p = static_cast<float>(*v);
+  if (auto v = num("top_k")) d.top_k = static_cast<int64_t>(*v);
+  if (auto v = num("min_p")) d.min_p = static_cast<float>(*v);
+  if (auto v = num("repetition_penalty")) d.repetition_penalty = static_cast<float>(*v);
+  std::fprintf(stderr, "tessera: sampling defaults from %s\n", (path / "generation_config.json").c_str());
+  return d;
+}
+
+int run_serve(ServeOptions o) {
+  if (o.engine.model.empty()) o.engine.model = o.model_positional;
+  if (o.engine.model.empty()) {
+    std::fprintf(stderr, "error: serve needs a model (tessera serve MODEL)\n");
+    return 2;
+  }
+  set_threads(o.threads);
+  apply_activation_precision(o.activation_precision);
+  raise_open_file_limit();
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // The engine: a real model, or (--fake-engine) tokens as fast as asked, for overhead benchmarks.
+  LoadedEngine loaded;
+  std::unique_ptr<EngineCoreBase> core;
+  if (o.fake_engine) {
+    auto tok = tokenizer::load_tokenizer(o.engine.tokenizer.empty() ? o.engine.model : o.engine.tokenizer);
+    if (!tok.ok()) {
+      std::fprintf(stderr, "error: %s\n", tok.error().c_str());
+      return 1;
+    }
+    loaded.tokenizer = std::move(*tok);
+    std::vector<int32_t> eos;
+    if (loaded.tokenizer->special_tokens().eos_id) eos.push_back(*loaded.tokenizer->special_tokens().eos_id);
+    core = std::make_unique<FakeEngineCore>(static_cast<int64_t>(loaded.tokenizer->vocab_size()),
+                                            o.engine.max_model_len > 0 ? o.engine.max_model_len : 8192,
+                                            o.engine.max_num_seqs, eos);
+    std::fprintf(stderr, "tessera: fake engine (no model): tokens echo the prompt\n");
+  } else {
+    auto l = load_engine(o.engine);
+    if (!l.ok()) {
+      std::fprintf(stderr, "error: %s\n", l.error().c_str());
+      return 1;
+    }
+    loaded = std::move(*l);
+    std::fprintf(stderr, "tessera: %s\n", loaded.core->plan().describe().c_str());
+    if (!loaded.tokenizer) std::fprintf(stderr, "tessera: no tokenizer (%s): token-id prompts only\n", loaded.tokenizer_error.c_str());
+    core = std::move(loaded.core);
+  }
+
+  std::unique_ptr<ChatTemplate> chat_template;
+  const std::string template_source = o.chat_template.empty() ? default_chat_template_source(o.engine) : o.chat_template;
+  if (!template_source.empty()) {
+    auto t = ChatTemplate::from_file(template_source);
+    if (t.ok()) {
+      chat_template = std::make_unique<ChatTemplate>(std::move(*t));
+    } else if (!o.chat_template.empty()) {
+      std::fprintf(stderr, "error: --chat-template: %s\n", t.error().c_str());
+      return 2;
+    } else {
+      std::fprintf(stderr, "tessera: no chat template (%s): /v1/chat/completions is unavailable\n", t.error().c_str());
+    }
+  }
+
+  AsyncEngine engine(std::move(core), loaded.tokenizer.get());
+  server::ApiServerConfig config;
+  config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
+  config.model_path = o.engine.model;
+  if (!o.api_key.empty()) config.api_key = o.api_key;
+  config.max_queued_requests = o.max_queued_requests;
+  config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
+  config.version = TESSERA_VERSION;
+  server::ApiServer api(config, engine, loaded.tokenizer.get(), std::move(chat_template));
+  server::HttpServer http(o.http, [&api](server::HttpExchange& ex) { return api.handle(ex); });
+  uint16_t port = 0;
+  try {
+    port = http.listen();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.http.host.c_str(), o.http.port, e.what());
+    return 1;
+  }
+
+  net::signal_set signals(http.io_context(), SIGINT, SIGTERM);
+  auto drain = [&]() -> net::awaitable<void> {
+    std::fprintf(stderr, "tessera: shutting down: %zu requests in flight\n", engine.num_unfinished());
+    api.start_draining();
+    http.stop_accepting();
+    net::steady_timer tick(http.io_context());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.shutdown_timeout);
+    while (engine.num_unfinished() > 0 && std::chrono::steady_clock::now() < deadline) {
+      tick.expires_after(std::chrono::milliseconds(20));
+      co_await tick.async_wait(net::use_awaitable);
+    }
+    if (engine.num_unfinished() > 0) {
+      std::fprintf(stderr, "tessera: aborting %zu requests after %.0f s\n", engine.num_unfinished(), o.shutdown_timeout);
+      engine.abort_all();
+    }
+    // Let the last responses reach their clients.
+    const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (http.num_active() > 0 && std::chrono::steady_clock::now() < flush_deadline) {
+      tick.expires_after(std::chrono::milliseconds(20));
+      co_await tick.async_wait(net::use_awaitable);
+    }
+    http.stop();
+  };
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    net::co_spawn(http.io_context(), drain(), net::detached);
+    signals.async_wait([&](const boost::system::error_code& ec2, int) {
+      if (!ec2) http.stop();  // a second signal: stop now
+    });
+  });
+  std::fprintf(stderr, "tessera: listening on http://%s:%u\n", o.http.host.c_str(), port);
+  std::fprintf(stderr,
+               "tessera: try: curl http://%s:%u/v1/completions -H 'Content-Type: application/json' "
+               "-d '{\"prompt\": \"Hello\", \"max_tokens\": 16}'\n",
+               o.http.host.c_str(), port);
+  std::fflush(stderr);
+  http.run();
+  engine.abort_all();
+  std::fprintf(stderr, "tessera: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (see docs/server.md)");
+  cmd->add_option("model", o->model_positional, "Model directory, .safetensors or .gguf file");
+  add_engine_options(cmd, &o->engine);
+  cmd->get_option("--model")->required(false);
+  cmd->add_option("--host", o->http.host, "Address to listen on");
+  cmd->add_option("--port", o->http.port, "Port (0: any free port)");
+  cmd->add_option("--api-key", o->api_key, "Require Authorization: Bearer KEY on every route but /health")
+      ->envname("TESSERA_API_KEY");
+  cmd->add_option("--served-model-name", o->served_model_name, "Model name of the API (default: MODEL as given)");
+  cmd->add_option("--chat-template", o->chat_template, "Chat template: .jinja, tokenizer_config.json or .gguf");
+  cmd->add_option("--generation-config", o->generation_config,
+                  "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
+      ->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_option("--max-request-body-bytes", o->http.max_body_bytes, "Larger bodies get 413");
+  cmd->add_option("--request-timeout", o->http.request_timeout, "Seconds for a request to arrive (and per write)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--keep-alive-timeout", o->http.keep_alive_timeout, "Seconds an idle connection stays open")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-queued-requests", o->max_queued_requests, "Unfinished requests beyond which new ones get 503")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--shutdown-timeout", o->shutdown_timeout, "Seconds in-flight requests get to finish on SIGTERM")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--http-threads", o->http.threads, "Threads serving HTTP")->check(CLI::Range(1, 64));
+  cmd->add_option("--threads", o->threads, "CPU threads of the model (default: all cores)");
+  add_activation_precision_option(cmd, &o->activation_precision);
+  cmd->add_flag("--fake-engine", o->fake_engine,
+                "No model: each running request gets one token per step (the prompt's, repeated); for overhead benchmarks");
+  cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,301 @@
+#include "engine/async_engine.h"
+
+#include <chrono>
+
+namespace tessera {
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+size_t reason_index(RequestStatus s) {
+  switch (s) {
+    case RequestStatus::kFinishedStopped: return 0;
+    case RequestStatus::kFinishedLength: return 1;
+    default: return 2;
+  }
+}
+
+}  // namespace
+
+struct AsyncEngine::Active {
+  std::shared_ptr<RequestStream> stream;
+  std::vector<int32_t> prompt;
+  std::vector<RequestId> ids;             // per child
+  std::vector<CompletionTracker> trackers;  // per child
+  std::vector<double> last_token_time;    // per child, 0 before its first token
+  std::vector<bool> done;                 // per child
+  size_t open = 0;
+  double arrival_time = 0.0;
+  double first_token_time = 0.0;
+  bool wants_prompt_logprobs = false;
+  bool prompt_logprobs_started = false;
+};
+
+AsyncEngine::AsyncEngine(std::unique_ptr<EngineCoreBase> core, const tokenizer::Tokenizer* tok)
+    : core_(std::move(core)), tok_(tok), max_model_len_(core_->max_model_len()), vocab_size_(core_->vocab_size()) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+AsyncEngine::~AsyncEngine() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+Status AsyncEngine::validate(const std::vector<int32_t>& prompt, const SamplingParams& params) const {
+  if (std::string err = params.validate(); !err.empty()) return Status::error(err);
+  if (prompt.empty()) return Status::error("the prompt must contain at least one token");
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n >= max_model_len_) {
+    return Status::error("this model's maximum context length is " + std::to_string(max_model_len_) +
+                         " tokens, but the prompt has " + std::to_string(n) +
+                         " tokens (at least one must be left to generate)");
+  }
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= vocab_size_) {
+      return Status::error("prompt token id " + std::to_string(id) + " is out of the vocabulary [0, " +
+                           std::to_string(vocab_size_) + ")");
+    }
+  }
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id >= vocab_size_) return Status::error("logit_bias token id " + std::to_string(id) + " is out of the vocabulary");
+  }
+  return Status();
+}
+
+std::shared_ptr<RequestStream> AsyncEngine::add_request(GenerateRequest request) {
+  auto stream = std::make_shared<RequestStream>(next_stream_++, std::move(request.notify));
+  num_unfinished_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    incoming_.push_back(Incoming{stream, std::move(request), now_seconds()});
+  }
+  cv_.notify_one();
+  return stream;
+}
+
+void AsyncEngine::abort(uint64_t stream_id) {
+  {
+    std::lock_guard lock(mu_);
+    aborts_.push_back(stream_id);
+  }
+  cv_.notify_one();
+}
+
+void AsyncEngine::abort_all() {
+  {
+    std::lock_guard lock(mu_);
+    abort_all_ = true;
+  }
+  cv_.notify_one();
+}
+
+EngineMetrics AsyncEngine::metrics() const {
+  std::lock_guard lock(metrics_mu_);
+  return metrics_;
+}
+
+void AsyncEngine::loop() {
+  for (;;) {
+    std::vector<Incoming> incoming;
+    std::vector<uint64_t> aborts;
+    bool abort_everything = false;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] {
+        return stop_ || abort_all_ || !incoming_.empty() || !aborts_.empty() || core_->has_unfinished();
+      });
+      incoming.swap(incoming_);
+      aborts.swap(aborts_);
+      abort_everything = abort_all_ || stop_;
+      abort_all_ = false;
+    }
+    for (Incoming& in : incoming) admit(std::move(in));
+    for (uint64_t id : aborts) abort_now(id);
+    if (abort_everything) {
+      std::vector<uint64_t> ids;
+      for (const auto& [id, a] : active_) ids.push_back(id);
+      for (uint64_t id : ids) abort_now(id);
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+    }
+    if (core_->has_unfinished()) process(core_->step());
+    const EngineStats s = core_->stats();
+    std::lock_guard lock(metrics_mu_);
+    metrics_.num_requests_running = static_cast<int64_t>(s.num_running);
+    metrics_.num_requests_waiting = static_cast<int64_t>(s.num_waiting);
+    metrics_.kv_cache_usage = s.kv_cache_usage;
+    metrics_.num_preemptions = s.num_preemptions;
+    metrics_.prefix_cache_queries = s.prefix_cache_queries;
+    metrics_.prefix_cache_hits = s.prefix_cache_hits;
+  }
+}
+
+void AsyncEngine::admit(Incoming in) {
+  const GenerateRequest& g = in.request;
+  auto a = std::make_unique<Active>();
+  a->stream = in.stream;
+  a->prompt = g.prompt_token_ids;
+  a->arrival_time = in.arrival_time;
+  a->wants_prompt_logprobs = g.params.prompt_logprobs >= 0;
+  Status status = validate(g.prompt_token_ids, g.params);
+  for (int64_t c = 0; status.ok() && c < g.params.n; ++c) {
+    SamplingParams p = g.params;
+    p.n = 1;
+    if (g.params.seed) p.seed = *g.params.seed + static_cast<uint64_t>(c);  // distinct, reproducible streams
+    if (c > 0) p.prompt_logprobs = -1;  // the prompt's logprobs come once, from child 0
+    auto req = std::make_unique<Request>(RequestId{next_request_++}, g.prompt_token_ids, p);
+    req->priority = g.priority;
+    req->arrival_seq = req->id.value;
+    req->arrival_time = in.arrival_time;
+    const RequestId id = req->id;
+    status = core_->add_request(std::move(req));
+    if (!status.ok()) break;
+    a->ids.push_back(id);
+    a->trackers.emplace_back(tok_, p, a->prompt, c);
+    a->last_token_time.push_back(0.0);
+    a->done.push_back(false);
+  }
+  if (!status.ok()) {
+    for (RequestId id : a->ids) {
+      if (core_->abort_request(id)) core_->take_finished(id);
+    }
+    in.stream->update([&](StreamBatch& b) {
+      b.error = status.message();
+      b.finished = true;
+    });
+    num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+    in.stream->notify();
+    return;
+  }
+  a->open = a->ids.size();
+  for (size_t c = 0; c < a->ids.size(); ++c) child_of_[a->ids[c]] = {a.get(), c};
+  {
+    std::lock_guard lock(metrics_mu_);
+    metrics_.prompt_tokens += static_cast<int64_t>(g.prompt_token_ids.size());
+  }
+  active_.emplace(in.stream->id(), std::move(a));
+}
+
+void AsyncEngine::abort_now(uint64_t stream_id) {
+  auto it = active_.find(stream_id);
+  if (it == active_.end()) return;
+  Active& a = *it->second;
+  std::vector<CompletionDelta> deltas;
+  for (size_t c = 0; c < a.ids.size() && a.open > 0; ++c) {
+    if (a.done[c]) continue;
+    if (core_->abort_request(a.ids[c])) core_->take_finished(a.ids[c]);
+    deltas.emplace_back();
+    finish_child(a, c, RequestStatus::kFinishedAborted, &deltas.back());
+  }
+  a.stream->update([&](StreamBatch& b) {
+    for (auto& d : deltas) b.deltas.push_back(std::move(d));
+  });
+  a.stream->notify();
+  if (a.open == 0) active_.erase(it);
+}
+
+void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, CompletionDelta* d) {
+  std::unique_ptr<Request> req = core_->take_finished(a.ids[c]);
+  std::optional<int32_t> stop_token;
+  if (req) stop_token = req->stop_reason;
+  a.trackers[c].finish(status, stop_token, d);
+  a.done[c] = true;
+  --a.open;
+  child_of_.erase(a.ids[c]);
+  const double t = now_seconds();
+  {
+    std::lock_guard lock(metrics_mu_);
+    ++metrics_.request_success[reason_index(status)];
+    if (c == 0) {
+      metrics_.e2e_request_latency.observe(t - a.arrival_time);
+      if (req && req->first_scheduled_time > 0.0) {
+        metrics_.request_queue_time.observe(req->first_scheduled_time - a.arrival_time);
+      }
+    }
+  }
+  if (a.open > 0) return;
+  const int32_t cached = req ? std::max(0, req->num_cached_tokens) : 0;
+  a.stream->update([&](StreamBatch& b) {
+    b.finished = true;
+    if (c == 0 || b.num_cached_tokens == 0) b.num_cached_tokens = cached;
+    b.metrics.arrival_time = a.arrival_time;
+    b.metrics.first_token_time = a.first_token_time;
+    b.metrics.finished_time = t;
+  });
+  num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
+  const double t = now_seconds();
+  // Deltas grouped per stream, so each consumer wakes once per step.
+  std::unordered_map<Active*, std::vector<CompletionDelta>> news;
+  std::unordered_map<Active*, std::vector<PositionLogprobs>> prompt_news;
+  std::vector<Active*> order;
+  int64_t new_tokens = 0;
+  std::vector<double> itls;
+  std::vector<double> ttfts;
+  for (const EngineStepOutput& o : outputs) {
+    auto it = child_of_.find(o.id);
+    if (it == child_of_.end()) continue;
+    auto [a, c] = it->second;
+    if (news.find(a) == news.end() && prompt_news.find(a) == prompt_news.end()) order.push_back(a);
+    if (!o.prompt_logprobs.empty()) {
+      auto& p = prompt_news[a];
+      if (!a->prompt_logprobs_started) {
+        a->prompt_logprobs_started = true;
+        p.emplace_back();  // nothing predicts the first prompt token
+      }
+      p.insert(p.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
+    }
+    CompletionDelta d;
+    RequestStatus status = o.status;
+    if (o.new_token) {
+      ++new_tokens;
+      if (a->first_token_time == 0.0) {
+        a->first_token_time = t;
+        ttfts.push_back(t - a->arrival_time);
+      }
+      if (a->last_token_time[c] > 0.0) itls.push_back(t - a->last_token_time[c]);
+      a->last_token_time[c] = t;
+      if (a->trackers[c].add(o, &d) && !is_finished(status)) {
+        core_->stop_request(o.id);
+        status = RequestStatus::kFinishedStopped;
+      }
+    } else {
+      d.index = a->trackers[c].index();
+    }
+    if (is_finished(status)) finish_child(*a, c, status, &d);
+    if (o.new_token || is_finished(status)) news[a].push_back(std::move(d));
+  }
+  for (Active* a : order) {
+    auto n = news.find(a);
+    auto p = prompt_news.find(a);
+    a->stream->update([&](StreamBatch& b) {
+      if (n != news.end()) {
+        for (auto& d : n->second) b.deltas.push_back(std::move(d));
+      }
+      if (p != prompt_news.end()) {
+        for (auto& lp : p->second) b.prompt_logprobs.push_back(std::move(lp));
+      }
+    });
+    a->stream->notify();
+  }
+  {
+    std::lock_guard lock(metrics_mu_);
+    metrics_.generation_tokens += new_tokens;
+    for (double v : ttfts) metrics_.time_to_first_token.observe(v);
+    for (double v : itls) metrics_.inter_token_latency.observe(v);
+  }
+  for (Active* a : order) {
+    if (a->open == 0) active_.erase(a->stream->id());
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// From EngineArgs to a running engine's parts: the model, its tokenizer, the EngineCore.
+// Shared by the offline LLM and the server.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/engine_config.h"
+#include "engine/engine_core.h"
+#include "model/model.h"
+#include "tessera/llm.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+
+EngineConfig engine_config_from(const EngineArgs& args);
+
+struct LoadedEngine {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: token-id prompts only
+  std::string tokenizer_error;                      // why there is none
+  std::unique_ptr<EngineCore> core;
+};
+
+// Loads the model and its tokenizer (args.tokenizer, else the model's own; an explicit
+// tokenizer that fails is an error) and plans the KV cache.
+Result<LoadedEngine> load_engine(const EngineArgs& args);
+
+// Where the model keeps its chat template: the GGUF itself, or tokenizer_config.json beside
+// the weights (or beside an explicit tokenizer.json); "" when neither exists.
+std::string default_chat_template_source(const EngineArgs& args);
+
+}  // namespace tessera

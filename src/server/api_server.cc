@@ -1,0 +1,234 @@
+#include "server/api_server.h"
+
+#include <algorithm>
+
+#include "server/prometheus.h"
+#include "server/serving_common.h"
+
+namespace tessera::server {
+
+namespace {
+
+// Compares without an early exit, so the time taken says nothing about the key.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string_view path_of(std::string_view target) {
+  const size_t q = target.find('?');
+  return q == std::string_view::npos ? target : target.substr(0, q);
+}
+
+}  // namespace
+
+ApiServer::ApiServer(ApiServerConfig config, AsyncEngine& engine, const tokenizer::Tokenizer* tok,
+                     std::unique_ptr<ChatTemplate> chat_template)
+    : config_(std::move(config)), engine_(engine), tok_(tok), chat_template_(std::move(chat_template)),
+      created_(unix_time()) {}
+
+net::awaitable<void> ApiServer::respond_json(HttpExchange& ex, const Json& body) {
+  co_await ex.respond(http::status::ok, "application/json", dump(body));
+}
+
+net::awaitable<void> ApiServer::handle(HttpExchange& ex) {
+  std::optional<ApiError> error;
+  try {
+    co_await route(ex);
+  } catch (const ApiError& e) {
+    error = e;
+  }
+  if (error) co_await ex.respond(error->status, "application/json", error_body(error->status, error->what(), error->param));
+}
+
+net::awaitable<void> ApiServer::route(HttpExchange& ex) {
+  const HttpRequest& req = ex.request();
+  const std::string_view path = path_of(req.target());
+  const http::verb method = req.method();
+  if (path == "/health") {
+    co_await ex.respond(http::status::ok, "application/json", "");
+    co_return;
+  }
+  if (config_.api_key) {
+    auto it = req.find(http::field::authorization);
+    const std::string_view header = it == req.end() ? std::string_view() : it->value();
+    constexpr std::string_view kBearer = "Bearer ";
+    const bool ok = header.size() > kBearer.size() && header.substr(0, kBearer.size()) == kBearer &&
+                    constant_time_equal(header.substr(kBearer.size()), *config_.api_key);
+    if (!ok) throw ApiError(http::status::unauthorized, "missing or invalid API key (Authorization: Bearer KEY)");
+  }
+  net::awaitable<void> (ApiServer::*post)(HttpExchange&) = nullptr;
+  if (path == "/v1/completions") post = &ApiServer::completions;
+  if (path == "/v1/chat/completions") post = &ApiServer::chat_completions;
+  if (path == "/tokenize") post = &ApiServer::tokenize;
+  if (path == "/detokenize") post = &ApiServer::detokenize;
+  if (post != nullptr) {
+    if (method != http::verb::post) throw ApiError(http::status::method_not_allowed, std::string(path) + " takes POST");
+    co_await (this->*post)(ex);
+    co_return;
+  }
+  const bool get = method == http::verb::get;
+  if (path == "/v1/models" || path == "/version" || path == "/metrics" || path == "/ping") {
+    if (!get) throw ApiError(http::status::method_not_allowed, std::string(path) + " takes GET");
+  }
+  if (path == "/v1/models") {
+    Json model = {{"id", config_.served_model_name},     {"object", "model"},
+                  {"created", created_},                  {"owned_by", "tessera"},
+                  {"root", config_.model_path},           {"parent", nullptr},
+                  {"max_model_len", engine_.max_model_len()}};
+    const Json list = {{"object", "list"}, {"data", Json::array({model})}};
+    co_await respond_json(ex, list);
+  } else if (path == "/version") {
+    const Json version = {{"version", config_.version}};
+    co_await respond_json(ex, version);
+  } else if (path == "/ping") {
+    co_await ex.respond(http::status::ok, "application/json", "");
+  } else if (path == "/metrics") {
+    co_await ex.respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                        render_prometheus(engine_.metrics(), config_.served_model_name));
+  } else {
+    throw ApiError(http::status::not_found, "no route " + std::string(path));
+  }
+}
+
+void ApiServer::check_model(const std::optional<std::string>& model) const {
+  if (model && *model != config_.served_model_name) {
+    throw ApiError(http::status::not_found, "the model `" + *model + "` does not exist", "model");
+  }
+}
+
+void ApiServer::check_capacity(size_t new_requests) const {
+  if (draining_.load()) throw ApiError(http::status::service_unavailable, "the server is shutting down");
+  if (engine_.num_unfinished() + new_requests > config_.max_queued_requests) {
+    throw ApiError(http::status::service_unavailable,
+                   "the server is overloaded: " + std::to_string(engine_.num_unfinished()) +
+                       " requests are in progress (limit " + std::to_string(config_.max_queued_requests) + "); retry later");
+  }
+}
+
+std::vector<int32_t> ApiServer::encode(const std::string& text, bool add_special_tokens, const char* param) const {
+  if (tok_ == nullptr) bad_request("this model has no tokenizer: send token ids", param);
+  auto ids = tok_->encode(text, add_special_tokens);
+  if (!ids.ok()) bad_request(ids.error(), param);
+  return std::move(*ids);
+}
+
+std::string ApiServer::render_chat(const Json& messages, const Json& tools, const Json& kwargs,
+                                   bool add_generation_prompt, bool continue_final_message,
+                                   const std::optional<std::string>& template_source) const {
+  std::unique_ptr<ChatTemplate> own;
+  const ChatTemplate* tmpl = chat_template_.get();
+  if (template_source) {
+    auto t = ChatTemplate::from_string(*template_source, tok_ ? std::optional(tok_->special_tokens().bos_token) : std::nullopt,
+                                       tok_ ? std::optional(tok_->special_tokens().eos_token) : std::nullopt);
+    if (!t.ok()) bad_request("chat_template: " + t.error(), "chat_template");
+    own = std::make_unique<ChatTemplate>(std::move(*t));
+    tmpl = own.get();
+  }
+  if (tmpl == nullptr) bad_request("this model has no chat template; start the server with --chat-template", "messages");
+  Json context = Json::object();
+  for (const auto& [k, v] : kwargs.items()) context[k] = v;
+  context["messages"] = messages;
+  context["add_generation_prompt"] = add_generation_prompt;
+  if (!tools.is_null()) context["tools"] = tools;
+  auto text = tmpl->render(context);
+  if (!text.ok()) bad_request("the chat template failed: " + text.error(), "messages");
+  if (continue_final_message) {
+    // As transformers: end the prompt right after the final message's content.
+    const Json& last = messages.back();
+    if (last.contains("content") && last["content"].is_string()) {
+      const std::string content = last["content"].get<std::string>();
+      const size_t at = text->rfind(content);
+      if (!content.empty() && at != std::string::npos) text->resize(at + content.size());
+    }
+  }
+  return std::move(*text);
+}
+
+void ApiServer::fit_max_tokens(size_t prompt_len, bool given, SamplingParams* params) const {
+  const int64_t limit = engine_.max_model_len();
+  const int64_t room = limit - static_cast<int64_t>(prompt_len);
+  if (room < 1) {
+    bad_request("this model's maximum context length is " + std::to_string(limit) + " tokens, but the prompt has " +
+                    std::to_string(prompt_len) + " tokens; shorten it",
+                "prompt");
+  }
+  if (!given) {
+    params->max_tokens = std::min<int64_t>(params->max_tokens, room);
+    params->min_tokens = std::min(params->min_tokens, params->max_tokens);
+    return;
+  }
+  if (params->max_tokens > room) {
+    bad_request("this model's maximum context length is " + std::to_string(limit) + " tokens, but " +
+                    std::to_string(prompt_len + params->max_tokens) + " were requested (" + std::to_string(prompt_len) +
+                    " in the prompt, " + std::to_string(params->max_tokens) + " to generate); lower max_tokens",
+                "max_tokens");
+  }
+}
+
+net::awaitable<void> ApiServer::tokenize(HttpExchange& ex) {
+  const Json body = parse_json_body(ex.request().body());
+  if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
+    if (!m->is_string()) bad_request("model must be a string", "model");
+    check_model(m->get<std::string>());
+  }
+  std::vector<int32_t> ids;
+  if (body.contains("messages")) {
+    const ChatRequest chat = parse_chat_request(body, {});
+    ids = encode(render_chat(chat.messages, chat.tools, chat.chat_template_kwargs, chat.add_generation_prompt,
+                             chat.continue_final_message, chat.chat_template),
+                 chat.add_special_tokens, "messages");
+  } else {
+    auto p = body.find("prompt");
+    if (p == body.end() || !p->is_string()) bad_request("prompt (a string) or messages is required", "prompt");
+    bool add_special = true;
+    if (auto a = body.find("add_special_tokens"); a != body.end() && !a->is_null()) {
+      if (!a->is_boolean()) bad_request("add_special_tokens must be a boolean", "add_special_tokens");
+      add_special = a->get<bool>();
+    }
+    ids = encode(p->get<std::string>(), add_special, "prompt");
+  }
+  Json strs = nullptr;
+  if (auto r = body.find("return_token_strs"); r != body.end() && r->is_boolean() && r->get<bool>()) {
+    strs = Json::array();
+    for (int32_t id : ids) strs.push_back(tok_->id_to_token(id).value_or(""));
+  }
+  const Json out = {{"count", ids.size()},
+                    {"max_model_len", engine_.max_model_len()},
+                    {"tokens", ids},
+                    {"token_strs", std::move(strs)}};
+  co_await respond_json(ex, out);
+}
+
+net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {
+  const Json body = parse_json_body(ex.request().body());
+  if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
+    if (!m->is_string()) bad_request("model must be a string", "model");
+    check_model(m->get<std::string>());
+  }
+  auto t = body.find("tokens");
+  if (t == body.end() || !t->is_array()) bad_request("tokens (a list of token ids) is required", "tokens");
+  std::vector<int32_t> ids;
+  for (const Json& v : *t) {
+    if (!v.is_number_integer() && !v.is_number_unsigned()) bad_request("tokens must be integers", "tokens");
+    const int64_t id = v.get<int64_t>();
+    if (v.is_number_unsigned() || id < 0 || id >= engine_.vocab_size()) {
+      bad_request("token id " + v.dump() + " is out of the vocabulary [0, " + std::to_string(engine_.vocab_size()) + ")",
+                  "tokens");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  if (tok_ == nullptr) bad_request("this model has no tokenizer", "tokens");
+  auto text = tok_->decode(ids, /*skip_special_tokens=*/false);
+  if (!text.ok()) bad_request(text.error(), "tokens");
+  const Json out = {{"prompt", *text}};
+  co_await respond_json(ex, out);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,65 @@
+// ApiServer: the OpenAI-compatible routes over an AsyncEngine. Requests are parsed and
+// tokenized on the HTTP threads; generation runs on the engine thread; each request's
+// stream wakes its connection, which writes SSE events (or, unstreamed, the final JSON).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/async_engine.h"
+#include "server/http_server.h"
+#include "server/openai_protocol.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera::server {
+
+struct ApiServerConfig {
+  std::string served_model_name;
+  std::string model_path;                 // reported as the model's root
+  std::optional<std::string> api_key;     // Bearer token every route but /health needs
+  size_t max_queued_requests = 4096;      // more unfinished requests than this: 503
+  SamplingDefaults sampling_defaults;     // from --generation-config
+  std::string version;
+};
+
+class ApiServer {
+ public:
+  // tok and chat_template may be null (token-id prompts only / no chat).
+  ApiServer(ApiServerConfig config, AsyncEngine& engine, const tokenizer::Tokenizer* tok,
+            std::unique_ptr<ChatTemplate> chat_template);
+
+  net::awaitable<void> handle(HttpExchange& ex);
+  // From now on generation requests get 503 (in-flight ones go on).
+  void start_draining() { draining_.store(true); }
+
+ private:
+  net::awaitable<void> route(HttpExchange& ex);
+  net::awaitable<void> completions(HttpExchange& ex);
+  net::awaitable<void> chat_completions(HttpExchange& ex);
+  net::awaitable<void> tokenize(HttpExchange& ex);
+  net::awaitable<void> detokenize(HttpExchange& ex);
+  net::awaitable<void> respond_json(HttpExchange& ex, const nlohmann::ordered_json& body);
+
+  void check_model(const std::optional<std::string>& model) const;
+  void check_capacity(size_t new_requests) const;
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens, const char* param) const;
+  // The chat prompt text of a request's messages (or a /tokenize body's).
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                          const nlohmann::ordered_json& kwargs, bool add_generation_prompt,
+                          bool continue_final_message, const std::optional<std::string>& template_source) const;
+  // A prompt's max_tokens when the request gave none, and the check of prompt + max_tokens.
+  void fit_max_tokens(size_t prompt_len, bool given, SamplingParams* params) const;
+
+  ApiServerConfig config_;
+  AsyncEngine& engine_;
+  const tokenizer::Tokenizer* tok_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+  const int64_t created_;
+};
+
+}  // namespace tessera::server

@@ -1,0 +1,267 @@
+#include "server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::server {
+
+namespace {
+
+using tcp = net::ip::tcp;
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// What wakes a waiting exchange: set by any thread, consumed on the strand.
+struct WakeState {
+  explicit WakeState(net::any_io_executor ex) : timer(ex) {}
+  net::steady_timer timer;
+  std::atomic<bool> notified{false};
+};
+
+}  // namespace
+
+const char* error_type(http::status status) {
+  switch (status) {
+    case http::status::bad_request: return "BadRequestError";
+    case http::status::unauthorized: return "AuthenticationError";
+    case http::status::not_found: return "NotFoundError";
+    case http::status::method_not_allowed: return "MethodNotAllowed";
+    case http::status::request_timeout: return "RequestTimeout";
+    case http::status::payload_too_large: return "RequestTooLarge";
+    case http::status::request_header_fields_too_large: return "RequestHeaderFieldsTooLarge";
+    case http::status::too_many_requests: return "RateLimitError";
+    case http::status::service_unavailable: return "ServiceUnavailableError";
+    default: return "InternalServerError";
+  }
+}
+
+std::string error_body(http::status status, std::string_view message, std::string_view param) {
+  nlohmann::ordered_json err = {{"message", message},
+                        {"type", error_type(status)},
+                        {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)},
+                        {"code", static_cast<int>(status)}};
+  return nlohmann::ordered_json{{"error", std::move(err)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+struct HttpExchange::Impl {
+  beast::tcp_stream& stream;
+  const HttpRequest& request;
+  double write_timeout;
+  bool keep_alive;
+  std::shared_ptr<WakeState> wake;
+  bool responded = false;  // a response (or a stream's header) went out
+  bool failed = false;     // a write failed: the connection is done
+};
+
+const HttpRequest& HttpExchange::request() const { return impl_.request; }
+
+net::awaitable<void> HttpExchange::respond(http::status status, std::string_view content_type, std::string body) {
+  impl_.responded = true;
+  http::response<http::string_body> res{status, impl_.request.version()};
+  res.set(http::field::server, "tessera");
+  res.set(http::field::content_type, content_type);
+  res.keep_alive(impl_.keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  beast::error_code ec;
+  impl_.stream.expires_after(to_duration(impl_.write_timeout));
+  co_await http::async_write(impl_.stream, res, net::redirect_error(net::use_awaitable, ec));
+  impl_.stream.expires_never();
+  if (ec) impl_.failed = true;
+}
+
+net::awaitable<bool> HttpExchange::start_stream(std::string_view content_type) {
+  impl_.responded = true;
+  http::response<http::empty_body> res{http::status::ok, impl_.request.version()};
+  res.set(http::field::server, "tessera");
+  res.set(http::field::content_type, content_type);
+  res.set(http::field::cache_control, "no-cache");
+  res.keep_alive(impl_.keep_alive);
+  res.chunked(true);
+  http::response_serializer<http::empty_body> sr{res};
+  beast::error_code ec;
+  impl_.stream.expires_after(to_duration(impl_.write_timeout));
+  co_await http::async_write_header(impl_.stream, sr, net::redirect_error(net::use_awaitable, ec));
+  impl_.stream.expires_never();
+  if (ec) impl_.failed = true;
+  co_return !impl_.failed;
+}
+
+net::awaitable<bool> HttpExchange::write(std::string_view data) {
+  if (impl_.failed) co_return false;
+  if (data.empty()) co_return true;  // an empty chunk would end the body
+  beast::error_code ec;
+  impl_.stream.expires_after(to_duration(impl_.write_timeout));
+  co_await net::async_write(impl_.stream, http::make_chunk(net::buffer(data.data(), data.size())),
+                            net::redirect_error(net::use_awaitable, ec));
+  impl_.stream.expires_never();
+  if (ec) impl_.failed = true;
+  co_return !impl_.failed;
+}
+
+net::awaitable<void> HttpExchange::end_stream() {
+  if (impl_.failed) co_return;
+  beast::error_code ec;
+  impl_.stream.expires_after(to_duration(impl_.write_timeout));
+  co_await net::async_write(impl_.stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+  impl_.stream.expires_never();
+  if (ec) impl_.failed = true;
+}
+
+net::awaitable<void> HttpExchange::wait(double seconds) {
+  WakeState& w = *impl_.wake;
+  if (w.notified.exchange(false)) co_return;
+  w.timer.expires_after(to_duration(seconds));
+  beast::error_code ec;
+  co_await w.timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+  w.notified.store(false);
+}
+
+std::function<void()> HttpExchange::waker() {
+  std::weak_ptr<WakeState> weak = impl_.wake;
+  return [weak] {
+    auto w = weak.lock();
+    if (!w || w->notified.exchange(true)) return;  // already pending: one post is enough
+    net::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
+  };
+}
+
+void HttpExchange::abandon() {
+  impl_.responded = true;
+  impl_.failed = true;
+}
+
+bool HttpExchange::client_gone() {
+  if (impl_.failed) return true;
+  char c;
+  const ssize_t n = ::recv(impl_.stream.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;  // orderly close
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc_) {}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::listen() {
+  const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(net::socket_base::reuse_address(true));
+  acceptor_.bind(endpoint);
+  acceptor_.listen(net::socket_base::max_listen_connections);
+  net::co_spawn(ioc_, accept_loop(), net::detached);
+  return acceptor_.local_endpoint().port();
+}
+
+void HttpServer::run() {
+  std::vector<std::thread> extra;
+  for (int i = 1; i < options_.threads; ++i) extra.emplace_back([this] { ioc_.run(); });
+  ioc_.run();
+  for (auto& t : extra) t.join();
+}
+
+void HttpServer::stop_accepting() {
+  net::post(ioc_, [this] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+  });
+}
+
+void HttpServer::stop() { ioc_.stop(); }
+
+net::awaitable<void> HttpServer::accept_loop() {
+  for (;;) {
+    tcp::socket socket(net::make_strand(ioc_));
+    beast::error_code ec;
+    co_await acceptor_.async_accept(socket, net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      if (!acceptor_.is_open()) co_return;
+      // Out of file descriptors (or a transient error): let connections close, then retry.
+      net::steady_timer pause(ioc_, std::chrono::milliseconds(50));
+      co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto ex = socket.get_executor();
+    net::co_spawn(ex, session(std::move(socket)), net::detached);
+  }
+}
+
+net::awaitable<void> HttpServer::session(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  auto wake = std::make_shared<WakeState>(stream.get_executor());
+  for (;;) {
+    beast::error_code ec;
+    if (buffer.size() == 0) {
+      // Idle between requests: wait for the first byte of the next one.
+      stream.expires_after(to_duration(options_.keep_alive_timeout));
+      const size_t n = co_await stream.async_read_some(buffer.prepare(4096), net::redirect_error(net::use_awaitable, ec));
+      if (ec) break;
+      buffer.commit(n);
+    }
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(options_.max_body_bytes);
+    parser.header_limit(static_cast<uint32_t>(options_.max_header_bytes));
+    stream.expires_after(to_duration(options_.request_timeout));
+    co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    stream.expires_never();
+    if (ec) {
+      // A timeout has closed the socket; a closed peer needs no answer.
+      if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
+          ec == net::error::connection_reset) {
+        break;
+      }
+      http::status status = http::status::bad_request;
+      std::string message = "malformed HTTP request: " + ec.message();
+      if (ec == http::error::body_limit) {
+        status = http::status::payload_too_large;
+        message = "request body is larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes";
+      } else if (ec == http::error::header_limit) {
+        status = http::status::request_header_fields_too_large;
+        message = "request headers are larger than the limit of " + std::to_string(options_.max_header_bytes) + " bytes";
+      }
+      http::response<http::string_body> res{status, 11};
+      res.set(http::field::content_type, "application/json");
+      res.keep_alive(false);
+      res.body() = error_body(status, message);
+      res.prepare_payload();
+      stream.expires_after(to_duration(options_.request_timeout));
+      co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+      break;
+    }
+    HttpRequest request = parser.release();
+    HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && acceptor_.is_open(), wake};
+    HttpExchange exchange(impl);
+    active_.fetch_add(1);
+    std::string internal_error;
+    try {
+      co_await handler_(exchange);
+    } catch (const std::exception& e) {
+      internal_error = e.what();
+    }
+    if (!internal_error.empty() && impl.responded) impl.failed = true;  // mid-stream: drop the connection
+    if (!impl.responded) {
+      if (internal_error.empty()) internal_error = "the request was not answered";
+      std::fprintf(stderr, "tessera: internal error: %s\n", internal_error.c_str());
+      co_await exchange.respond(http::status::internal_server_error, "application/json",
+                                error_body(http::status::internal_server_error, internal_error));
+    }
+    active_.fetch_sub(1);
+    if (impl.failed || !impl.keep_alive) break;
+  }
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.close();
+}
+
+}  // namespace tessera::server

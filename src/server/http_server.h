@@ -1,0 +1,97 @@
+// HTTP/1.1 transport on Boost.Beast with C++20 coroutines: keep-alive, chunked streaming
+// responses, body and header size limits, timeouts for slow or idle clients. Routes see one
+// HttpExchange per request; everything of one connection runs on its own strand.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+namespace tessera::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;            // 0: any free port
+  size_t max_body_bytes = 8u << 20;
+  size_t max_header_bytes = 64u << 10;
+  double request_timeout = 60.0;   // seconds for a whole request to arrive, and per write
+  double keep_alive_timeout = 30.0;  // seconds an idle connection waits for its next request
+  int threads = 1;
+};
+
+using HttpRequest = http::request<http::string_body>;
+
+// One request and its response. A handler answers once with respond(), or streams:
+// start_stream(), write() any number of times, end_stream(). Writes return false once the
+// client is gone.
+class HttpExchange {
+ public:
+  struct Impl;
+  explicit HttpExchange(Impl& impl) : impl_(impl) {}
+
+  const HttpRequest& request() const;
+  net::awaitable<void> respond(http::status status, std::string_view content_type, std::string body);
+  net::awaitable<bool> start_stream(std::string_view content_type);
+  net::awaitable<bool> write(std::string_view data);
+  net::awaitable<void> end_stream();
+
+  // Waits until wake() is called (from any thread) or `seconds` pass. A wake() before the
+  // wait makes it return at once.
+  net::awaitable<void> wait(double seconds);
+  // Thread-safe and cheap; keeps the exchange's wake state alive on its own.
+  std::function<void()> waker();
+  // Ends the exchange without a response and closes the connection (the client is gone).
+  void abandon();
+  // True once the client has closed its side of the connection (checked without reading).
+  bool client_gone();
+
+ private:
+  Impl& impl_;
+};
+
+using HttpHandler = std::function<net::awaitable<void>(HttpExchange&)>;
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, HttpHandler handler);
+  ~HttpServer();
+
+  // Binds and listens; the port actually bound (for port 0).
+  uint16_t listen();
+  // Runs the IO threads; returns after stop().
+  void run();
+  // Stops accepting new connections (open ones keep working).
+  void stop_accepting();
+  // Ends run(): closes every connection.
+  void stop();
+  net::io_context& io_context() { return ioc_; }
+  // Requests being handled now (a response started and not finished).
+  size_t num_active() const { return active_.load(); }
+
+ private:
+  net::awaitable<void> accept_loop();
+  net::awaitable<void> session(net::ip::tcp::socket socket);
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  net::io_context ioc_;
+  net::ip::tcp::acceptor acceptor_;
+  std::atomic<size_t> active_{0};
+};
+
+// A body with an OpenAI-shaped error: {"error": {"message", "type", "param", "code"}}.
+std::string error_body(http::status status, std::string_view message, std::string_view param = {});
+// vLLM's error type name for a status (BadRequestError, NotFoundError, ...).
+const char* error_type(http::status status);
+
+}  // namespace tessera::server

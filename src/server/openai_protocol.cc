@@ -1,0 +1,332 @@
+#include "server/openai_protocol.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tessera::server {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using http_status = boost::beast::http::status;
+
+const char* type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::array: return "a list";
+    case Json::value_t::object: return "an object";
+    default: return "a number";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* expected, const Json& v) {
+  bad_request(field + " must be " + expected + ", not " + type_name(v), field);
+}
+
+// An integer (an integral float like 3.0 is taken too) within [lo, hi].
+int64_t get_int(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      bad_request(field + " must be at most " + std::to_string(hi), field);
+    }
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) wrong_type(field, "an integer", v);
+    if (d < static_cast<double>(lo)) bad_request(field + " must be at least " + std::to_string(lo), field);
+    if (d > static_cast<double>(hi)) bad_request(field + " must be at most " + std::to_string(hi), field);
+    x = static_cast<int64_t>(d);
+  } else {
+    wrong_type(field, "an integer", v);
+  }
+  if (x < lo) bad_request(field + " must be at least " + std::to_string(lo) + ", got " + std::to_string(x), field);
+  if (x > hi) bad_request(field + " must be at most " + std::to_string(hi) + ", got " + std::to_string(x), field);
+  return x;
+}
+
+double get_number(const Json& v, const std::string& field, double lo, double hi) {
+  if (!v.is_number()) wrong_type(field, "a number", v);
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    bad_request(field + " must be in [" + nlohmann::json(lo).dump() + ", " + nlohmann::json(hi).dump() + "]", field);
+  }
+  return d;
+}
+
+bool get_bool(const Json& v, const std::string& field) {
+  if (!v.is_boolean()) wrong_type(field, "a boolean", v);
+  return v.get<bool>();
+}
+
+std::string get_string(const Json& v, const std::string& field) {
+  if (!v.is_string()) wrong_type(field, "a string", v);
+  return v.get<std::string>();
+}
+
+// The field's value, or nullptr when absent or null (OpenAI treats null as "not given").
+const Json* field(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (const Json& x : v) ids.push_back(static_cast<int32_t>(get_int(x, name, 0, std::numeric_limits<int32_t>::max())));
+  return ids;
+}
+
+// Fields shared by completions and chat (everything but max_tokens and logprobs).
+void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p) {
+  constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+  if (d.temperature) p->temperature = *d.temperature;
+  if (d.top_p) p->top_p = *d.top_p;
+  if (d.top_k) p->top_k = *d.top_k;
+  if (d.min_p) p->min_p = *d.min_p;
+  if (d.repetition_penalty) p->repetition_penalty = *d.repetition_penalty;
+  if (auto* v = field(b, "n")) p->n = get_int(*v, "n", 1, 128);
+  if (auto* v = field(b, "temperature")) p->temperature = static_cast<float>(get_number(*v, "temperature", 0.0, 100.0));
+  if (auto* v = field(b, "top_p")) p->top_p = static_cast<float>(get_number(*v, "top_p", 0.0, 1.0));
+  if (p->top_p <= 0.0f) bad_request("top_p must be in (0, 1]", "top_p");
+  if (auto* v = field(b, "top_k")) {
+    p->top_k = get_int(*v, "top_k", -1, kMaxInt32);
+    if (p->top_k == 0) p->top_k = -1;  // vLLM: 0 also disables
+  }
+  if (auto* v = field(b, "min_p")) p->min_p = static_cast<float>(get_number(*v, "min_p", 0.0, 1.0));
+  if (auto* v = field(b, "presence_penalty")) p->presence_penalty = static_cast<float>(get_number(*v, "presence_penalty", -2.0, 2.0));
+  if (auto* v = field(b, "frequency_penalty")) p->frequency_penalty = static_cast<float>(get_number(*v, "frequency_penalty", -2.0, 2.0));
+  if (auto* v = field(b, "repetition_penalty")) {
+    p->repetition_penalty = static_cast<float>(get_number(*v, "repetition_penalty", 0.0, 1e6));
+    if (p->repetition_penalty <= 0.0f) bad_request("repetition_penalty must be > 0", "repetition_penalty");
+  }
+  if (auto* v = field(b, "seed")) {
+    p->seed = static_cast<uint64_t>(get_int(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+  }
+  if (auto* v = field(b, "stop")) {
+    if (v->is_string()) {
+      p->stop = {v->get<std::string>()};
+    } else if (v->is_array()) {
+      if (v->size() > 64) bad_request("stop holds at most 64 strings", "stop");
+      for (const Json& s : *v) p->stop.push_back(get_string(s, "stop"));
+    } else {
+      wrong_type("stop", "a string or a list of strings", *v);
+    }
+    std::erase_if(p->stop, [](const std::string& s) { return s.empty(); });
+  }
+  if (auto* v = field(b, "stop_token_ids")) {
+    if (!v->is_array()) wrong_type("stop_token_ids", "a list of token ids", *v);
+    for (const Json& x : *v) p->stop_token_ids.push_back(get_int(x, "stop_token_ids", 0, kMaxInt32));
+  }
+  if (auto* v = field(b, "logit_bias")) {
+    if (!v->is_object()) wrong_type("logit_bias", "an object of token id to bias", *v);
+    if (v->size() > 1024) bad_request("logit_bias holds at most 1024 entries", "logit_bias");
+    for (const auto& [key, bias] : v->items()) {
+      int64_t id = -1;
+      try {
+        size_t used = 0;
+        id = std::stoll(key, &used);
+        if (used != key.size()) id = -1;
+      } catch (const std::exception&) {
+        id = -1;
+      }
+      if (id < 0 || id > kMaxInt32) bad_request("logit_bias keys must be token ids, not \"" + key + "\"", "logit_bias");
+      p->logit_bias[static_cast<int32_t>(id)] = static_cast<float>(get_number(bias, "logit_bias", -100.0, 100.0));
+    }
+  }
+  if (auto* v = field(b, "min_tokens")) p->min_tokens = get_int(*v, "min_tokens", 0, kMaxInt32);
+  if (auto* v = field(b, "ignore_eos")) p->ignore_eos = get_bool(*v, "ignore_eos");
+  if (auto* v = field(b, "skip_special_tokens")) p->skip_special_tokens = get_bool(*v, "skip_special_tokens");
+  if (auto* v = field(b, "include_stop_str_in_output")) {
+    p->include_stop_str_in_output = get_bool(*v, "include_stop_str_in_output");
+  }
+  if (auto* v = field(b, "user")) get_string(*v, "user");
+}
+
+void parse_stream_options(const Json& b, bool* stream, bool* include_usage) {
+  if (auto* v = field(b, "stream")) *stream = get_bool(*v, "stream");
+  if (auto* v = field(b, "stream_options")) {
+    if (!v->is_object()) wrong_type("stream_options", "an object", *v);
+    if (!*stream) bad_request("stream_options is only allowed with stream", "stream_options");
+    if (auto* u = field(*v, "include_usage")) *include_usage = get_bool(*u, "stream_options.include_usage");
+  }
+}
+
+std::optional<std::string> parse_model(const Json& b) {
+  if (auto* v = field(b, "model")) return get_string(*v, "model");
+  return std::nullopt;
+}
+
+// Text of a content value: a string, or a list of parts whose text parts are joined.
+std::string content_text(const Json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) wrong_type(where, "a string or a list of content parts", content);
+  std::string text;
+  bool first = true;
+  for (const Json& part : content) {
+    if (!part.is_object()) wrong_type(where + " part", "an object", part);
+    auto t = part.find("type");
+    if (t == part.end() || !t->is_string()) bad_request(where + " parts need a string \"type\"", "messages");
+    const std::string type = t->get<std::string>();
+    if (type != "text" && type != "input_text") {
+      bad_request("content parts of type \"" + type + "\" are not supported by this model", "messages");
+    }
+    auto x = part.find("text");
+    if (x == part.end() || !x->is_string()) bad_request(where + " text parts need a string \"text\"", "messages");
+    if (!first) text += "\n";
+    text += x->get<std::string>();
+    first = false;
+  }
+  return text;
+}
+
+}  // namespace
+
+void bad_request(const std::string& message, const std::string& param) {
+  throw ApiError(http_status::bad_request, message, param);
+}
+
+Json parse_json_body(const std::string& body) {
+  bool too_deep = false;
+  Json::parser_callback_t limit_depth = [&](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
+  Json j;
+  try {
+    j = Json::parse(body, limit_depth);
+  } catch (const Json::exception& e) {
+    if (too_deep) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    bad_request(std::string("invalid JSON body: ") + e.what());
+  }
+  if (too_deep) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  if (!j.is_object()) bad_request("the request body must be a JSON object");
+  return j;
+}
+
+CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults& defaults) {
+  CompletionRequest r;
+  r.model = parse_model(b);
+  const Json* prompt = field(b, "prompt");
+  if (prompt == nullptr) bad_request("prompt is required", "prompt");
+  if (prompt->is_string()) {
+    r.prompts.push_back({prompt->get<std::string>(), {}});
+  } else if (prompt->is_array()) {
+    if (prompt->empty()) bad_request("prompt must not be an empty list", "prompt");
+    const Json& first = prompt->front();
+    if (first.is_number()) {
+      r.prompts.push_back({std::nullopt, get_token_ids(*prompt, "prompt")});
+    } else {
+      for (const Json& p : *prompt) {
+        if (p.is_string()) {
+          r.prompts.push_back({p.get<std::string>(), {}});
+        } else if (p.is_array()) {
+          if (p.empty()) bad_request("prompt token lists must not be empty", "prompt");
+          r.prompts.push_back({std::nullopt, get_token_ids(p, "prompt")});
+        } else {
+          wrong_type("prompt", "a string, a list of strings or a list of token ids", p);
+        }
+      }
+    }
+  } else {
+    wrong_type("prompt", "a string, a list of strings or a list of token ids", *prompt);
+  }
+  if (r.prompts.size() > 1024) bad_request("at most 1024 prompts per request", "prompt");
+  parse_sampling(b, defaults, &r.params);
+  if (auto* v = field(b, "max_tokens")) {
+    r.params.max_tokens = get_int(*v, "max_tokens", 1, std::numeric_limits<int32_t>::max());
+    r.max_tokens_given = true;
+  }
+  if (auto* v = field(b, "logprobs")) r.logprobs = get_int(*v, "logprobs", 0, 20);
+  if (r.logprobs >= 0) r.params.logprobs = std::max<int64_t>(r.logprobs, 1);
+  if (auto* v = field(b, "echo")) r.echo = get_bool(*v, "echo");
+  if (r.echo && r.logprobs >= 0) r.params.prompt_logprobs = r.logprobs;
+  if (auto* v = field(b, "best_of")) {
+    if (get_int(*v, "best_of", 1, 128) != r.params.n) bad_request("best_of other than n is not supported", "best_of");
+  }
+  if (auto* v = field(b, "suffix")) {
+    if (!get_string(*v, "suffix").empty()) bad_request("suffix is not supported", "suffix");
+  }
+  if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
+  if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
+  parse_stream_options(b, &r.stream, &r.include_usage);
+  return r;
+}
+
+ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) {
+  ChatRequest r;
+  r.model = parse_model(b);
+  const Json* messages = field(b, "messages");
+  if (messages == nullptr) bad_request("messages is required", "messages");
+  if (!messages->is_array()) wrong_type("messages", "a list", *messages);
+  if (messages->empty()) bad_request("messages must not be empty", "messages");
+  r.messages = Json::array();
+  for (const Json& m : *messages) {
+    if (!m.is_object()) wrong_type("messages[]", "an object", m);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad_request("every message needs a string \"role\"", "messages");
+    Json msg = m;
+    if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
+      msg["content"] = content_text(*c, "messages[].content");
+    }
+    if (auto calls = msg.find("tool_calls"); calls != msg.end() && calls->is_array()) {
+      // Templates expect arguments as objects; OpenAI sends them as JSON text.
+      for (Json& call : *calls) {
+        if (!call.is_object()) continue;
+        auto fn = call.find("function");
+        if (fn == call.end() || !fn->is_object()) continue;
+        auto args = fn->find("arguments");
+        if (args != fn->end() && args->is_string()) {
+          Json parsed = Json::parse(args->get<std::string>(), nullptr, false);
+          if (!parsed.is_discarded() && parsed.is_object()) *args = std::move(parsed);
+        }
+      }
+    }
+    r.messages.push_back(std::move(msg));
+  }
+  if (auto* v = field(b, "tools")) {
+    if (!v->is_array()) wrong_type("tools", "a list", *v);
+    r.tools = *v;
+  }
+  if (auto* v = field(b, "tool_choice")) {
+    if (!v->is_string() && !v->is_object()) wrong_type("tool_choice", "a string or an object", *v);
+    r.tool_choice = *v;
+  }
+  if (auto* v = field(b, "chat_template_kwargs")) {
+    if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
+    r.chat_template_kwargs = *v;
+  }
+  if (auto* v = field(b, "chat_template")) r.chat_template = get_string(*v, "chat_template");
+  if (auto* v = field(b, "add_generation_prompt")) r.add_generation_prompt = get_bool(*v, "add_generation_prompt");
+  if (auto* v = field(b, "continue_final_message")) r.continue_final_message = get_bool(*v, "continue_final_message");
+  if (r.continue_final_message && r.add_generation_prompt && field(b, "add_generation_prompt") != nullptr) {
+    bad_request("continue_final_message and add_generation_prompt cannot both be true", "continue_final_message");
+  }
+  if (r.continue_final_message) r.add_generation_prompt = false;
+  if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
+  parse_sampling(b, defaults, &r.params);
+  for (const char* name : {"max_completion_tokens", "max_tokens"}) {
+    if (auto* v = field(b, name)) {
+      r.params.max_tokens = get_int(*v, name, 1, std::numeric_limits<int32_t>::max());
+      r.max_tokens_given = true;
+      break;
+    }
+  }
+  if (auto* v = field(b, "logprobs")) r.logprobs = get_bool(*v, "logprobs");
+  if (auto* v = field(b, "top_logprobs")) {
+    r.top_logprobs = get_int(*v, "top_logprobs", 0, 20);
+    if (!r.logprobs) bad_request("top_logprobs needs logprobs set to true", "top_logprobs");
+  }
+  if (r.logprobs) r.params.logprobs = std::max<int64_t>(r.top_logprobs, 1);
+  if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
+  parse_stream_options(b, &r.stream, &r.include_usage);
+  return r;
+}
+
+}  // namespace tessera::server

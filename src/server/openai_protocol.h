@@ -1,0 +1,80 @@
+// OpenAI (and vLLM) request bodies as typed structs. Parsing checks every field's type and
+// range and throws ApiError naming the field, so handlers never see a malformed request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/beast/http/status.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tessera/sampling_params.h"
+
+namespace tessera::server {
+
+// An error answered to the client as {"error": {...}} with this status.
+struct ApiError : std::runtime_error {
+  ApiError(boost::beast::http::status s, const std::string& message, std::string p = "")
+      : std::runtime_error(message), status(s), param(std::move(p)) {}
+  boost::beast::http::status status;
+  std::string param;
+};
+
+// 400 with the field named.
+[[noreturn]] void bad_request(const std::string& message, const std::string& param = "");
+
+// A JSON request body: an object, at most kMaxJsonDepth deep, valid UTF-8.
+nlohmann::ordered_json parse_json_body(const std::string& body);
+constexpr int kMaxJsonDepth = 256;
+
+// Defaults a model supplies for fields a request leaves out (generation_config.json).
+struct SamplingDefaults {
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+};
+
+// A prompt as text or token ids.
+struct PromptSpec {
+  std::optional<std::string> text;
+  std::vector<int32_t> token_ids;
+};
+
+struct CompletionRequest {
+  std::optional<std::string> model;
+  std::vector<PromptSpec> prompts;
+  SamplingParams params;
+  bool max_tokens_given = false;
+  bool echo = false;
+  bool stream = false;
+  bool include_usage = false;
+  int32_t priority = 0;
+  int64_t logprobs = -1;  // -1: none
+  bool add_special_tokens = true;
+};
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  nlohmann::ordered_json messages;  // validated: list of {role, content, ...}
+  nlohmann::ordered_json tools;     // null or list
+  nlohmann::ordered_json tool_choice;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  std::optional<std::string> chat_template;  // a template given with the request
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+  bool add_special_tokens = false;
+  SamplingParams params;
+  bool max_tokens_given = false;
+  bool stream = false;
+  bool include_usage = false;
+  int32_t priority = 0;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+};
+
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);
+
+}  // namespace tessera::server

@@ -1,0 +1,92 @@
+#include "server/prometheus.h"
+
+#include <cstdio>
+
+namespace tessera::server {
+
+namespace {
+
+// Label values escape backslash, quote and newline.
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+class Writer {
+ public:
+  explicit Writer(const std::string& model) : labels_("model_name=\"" + escape_label(model) + "\"") {}
+
+  void header(const char* name, const char* type, const char* help) {
+    out_ += std::string("# HELP tessera:") + name + " " + help + "\n# TYPE tessera:" + name + " " + type + "\n";
+  }
+  void sample(const std::string& name, double v, const std::string& extra = "") {
+    out_ += "tessera:" + name + "{" + labels_ + extra + "} " + number(v) + "\n";
+  }
+  void gauge(const char* name, double v, const char* help) {
+    header(name, "gauge", help);
+    sample(name, v);
+  }
+  // Counters are exposed as NAME_total, as Prometheus clients name them.
+  void counter(const char* name, double v, const char* help) {
+    header(name, "counter", help);
+    sample(std::string(name) + "_total", v);
+  }
+  void histogram(const char* name, const Histogram& h, const char* help) {
+    header(name, "histogram", help);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds().size(); ++i) {
+      cumulative += h.counts()[i];
+      sample(std::string(name) + "_bucket", static_cast<double>(cumulative), ",le=\"" + number(h.bounds()[i]) + "\"");
+    }
+    sample(std::string(name) + "_bucket", static_cast<double>(h.count()), ",le=\"+Inf\"");
+    sample(std::string(name) + "_sum", h.sum());
+    sample(std::string(name) + "_count", static_cast<double>(h.count()));
+  }
+  std::string& out() { return out_; }
+  const std::string& labels() const { return labels_; }
+
+ private:
+  std::string labels_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_prometheus(const EngineMetrics& m, const std::string& model_name) {
+  Writer w(model_name);
+  w.gauge("num_requests_running", static_cast<double>(m.num_requests_running), "Requests in the running batch.");
+  w.gauge("num_requests_waiting", static_cast<double>(m.num_requests_waiting), "Requests waiting to be scheduled.");
+  w.gauge("kv_cache_usage_perc", m.kv_cache_usage, "Fraction of KV-cache blocks in use (0 to 1).");
+  w.counter("prefix_cache_queries", static_cast<double>(m.prefix_cache_queries), "Prompt tokens looked up in the prefix cache.");
+  w.counter("prefix_cache_hits", static_cast<double>(m.prefix_cache_hits), "Prompt tokens found in the prefix cache.");
+  w.counter("num_preemptions", static_cast<double>(m.num_preemptions), "Requests preempted for lack of KV-cache blocks.");
+  w.counter("prompt_tokens", static_cast<double>(m.prompt_tokens), "Prompt tokens of admitted requests.");
+  w.counter("generation_tokens", static_cast<double>(m.generation_tokens), "Generated tokens.");
+  w.header("request_success", "counter", "Finished completions by finish reason.");
+  const char* reasons[] = {"stop", "length", "abort"};
+  for (size_t i = 0; i < 3; ++i) {
+    w.sample("request_success_total", static_cast<double>(m.request_success[i]),
+             std::string(",finished_reason=\"") + reasons[i] + "\"");
+  }
+  w.histogram("time_to_first_token_seconds", m.time_to_first_token, "Time from arrival to the first token.");
+  w.histogram("inter_token_latency_seconds", m.inter_token_latency, "Time between successive tokens of a completion.");
+  w.histogram("e2e_request_latency_seconds", m.e2e_request_latency, "Time from arrival to the end of a request.");
+  w.histogram("request_queue_time_seconds", m.request_queue_time, "Time from arrival to the first schedule.");
+  return std::move(w.out());
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,125 @@
+// POST /v1/chat/completions: the messages go through the chat template, the prompt text is
+// tokenized without special tokens (the template writes them), and n completions run.
+#include "server/api_server.h"
+#include "server/serving_common.h"
+
+namespace tessera::server {
+
+net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
+  const Json body = parse_json_body(ex.request().body());
+  ChatRequest req = parse_chat_request(body, config_.sampling_defaults);
+  check_model(req.model);
+  const std::string prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
+                                         req.continue_final_message, req.chat_template);
+  const std::vector<int32_t> prompt_ids = encode(prompt, req.add_special_tokens, "messages");
+  SamplingParams params = req.params;
+  if (!req.max_tokens_given) params.max_tokens = engine_.max_model_len();  // up to the context
+  fit_max_tokens(prompt_ids.size(), req.max_tokens_given, &params);
+  if (Status s = engine_.validate(prompt_ids, params); !s.ok()) bad_request(s.message());
+  check_capacity(1);
+
+  StreamSet streams(engine_);
+  streams.add(engine_.add_request(GenerateRequest{prompt_ids, params, req.priority, ex.waker()}));
+  const std::string id = random_id("chatcmpl-");
+  const int64_t created = unix_time();
+  const std::string& model = config_.served_model_name;
+  const int64_t n = params.n;
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  int64_t completion_tokens = 0;
+  std::string error;
+
+  if (!req.stream) {
+    std::vector<ChoiceState> choices(static_cast<size_t>(n));
+    auto on_batch = [&](size_t, StreamBatch& b) {
+      if (!b.error.empty()) error = b.error;
+      for (const CompletionDelta& d : b.deltas) choices[d.index].append(d);
+    };
+    if (!co_await streams.run(ex, on_batch, nullptr)) {
+      ex.abandon();
+      co_return;
+    }
+    if (!error.empty()) bad_request(error);
+    Json out_choices = Json::array();
+    for (size_t c = 0; c < choices.size(); ++c) {
+      ChoiceState& ch = choices[c];
+      completion_tokens += static_cast<int64_t>(ch.token_ids.size());
+      Json logprobs = nullptr;
+      if (req.logprobs) {
+        logprobs = Json{{"content", chat_logprobs_content(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
+                                                          req.top_logprobs)}};
+      }
+      out_choices.push_back(Json{{"index", c},
+                                 {"message", Json{{"role", "assistant"},
+                                                  {"content", std::move(ch.text)},
+                                                  {"tool_calls", Json::array()}}},
+                                 {"logprobs", std::move(logprobs)},
+                                 {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+                                 {"stop_reason", ch.stop_reason}});
+    }
+    const Json response = {{"id", id},
+                           {"object", "chat.completion"},
+                           {"created", created},
+                           {"model", model},
+                           {"choices", std::move(out_choices)},
+                           {"usage", usage_json(prompt_tokens, completion_tokens)}};
+    co_await respond_json(ex, response);
+    co_return;
+  }
+
+  if (!co_await ex.start_stream("text/event-stream")) co_return;
+  std::string out;
+  auto event = [&](Json choices, Json usage = Json()) {
+    Json chunk = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+                  {"choices", std::move(choices)}};
+    if (!usage.is_null()) chunk["usage"] = std::move(usage);
+    out += "data: ";
+    out += dump(chunk);
+    out += "\n\n";
+  };
+  // Every choice opens with the assistant role.
+  for (int64_t c = 0; c < n; ++c) {
+    event(Json::array({Json{{"index", c},
+                            {"delta", Json{{"role", "assistant"}, {"content", ""}}},
+                            {"logprobs", nullptr},
+                            {"finish_reason", nullptr}}}));
+  }
+  auto on_batch = [&](size_t, StreamBatch& b) {
+    if (!b.error.empty()) {
+      out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
+      return;
+    }
+    for (const CompletionDelta& d : b.deltas) {
+      completion_tokens += static_cast<int64_t>(d.token_ids.size());
+      const bool last = !d.finish_reason.empty();
+      if (d.text.empty() && !last && !(req.logprobs && !d.token_ids.empty())) continue;
+      Json delta = Json::object();
+      if (!d.text.empty() || !last) delta["content"] = d.text;
+      Json logprobs = nullptr;
+      if (req.logprobs && !d.token_ids.empty()) {
+        logprobs = Json{{"content", chat_logprobs_content(tok_, d.token_ids, d.token_logprobs, d.top_logprobs,
+                                                          req.top_logprobs)}};
+      }
+      Json choice = {{"index", d.index},
+                     {"delta", std::move(delta)},
+                     {"logprobs", std::move(logprobs)},
+                     {"finish_reason", last ? Json(d.finish_reason) : Json()}};
+      if (last) choice["stop_reason"] = stop_reason_json(d);
+      event(Json::array({std::move(choice)}));
+    }
+  };
+  auto flush = [&]() -> net::awaitable<bool> {
+    if (out.empty()) co_return true;
+    const bool ok = co_await ex.write(out);
+    out.clear();
+    co_return ok;
+  };
+  if (!co_await streams.run(ex, on_batch, flush)) {
+    ex.abandon();
+    co_return;
+  }
+  if (req.include_usage) event(Json::array(), usage_json(prompt_tokens, completion_tokens));
+  out += "data: [DONE]\n\n";
+  if (co_await ex.write(out)) co_await ex.end_stream();
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,139 @@
+#include "server/serving_common.h"
+
+#include <chrono>
+#include <random>
+
+namespace tessera::server {
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+StreamSet::~StreamSet() {
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!finished_[i]) engine_.abort(streams_[i]->id());
+  }
+}
+
+net::awaitable<bool> StreamSet::run(HttpExchange& ex, const std::function<void(size_t, StreamBatch&)>& on_batch,
+                                    const std::function<net::awaitable<bool>()>& flush) {
+  size_t open = streams_.size();
+  while (open > 0) {
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (finished_[i]) continue;
+      StreamBatch batch = streams_[i]->take();
+      if (batch.deltas.empty() && batch.prompt_logprobs.empty() && !batch.finished) continue;
+      on_batch(i, batch);
+      if (batch.finished) {
+        finished_[i] = true;
+        --open;
+      }
+    }
+    if (flush && !co_await flush()) co_return false;
+    if (open == 0) break;
+    // A closed connection aborts the request before the engine's next step.
+    if (ex.client_gone()) co_return false;
+    co_await ex.wait(0.5);
+  }
+  co_return true;
+}
+
+std::string random_id(const char* prefix) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* kHex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 2; ++i) {
+    uint64_t x = rng();
+    for (int k = 0; k < 16; ++k, x >>= 4) id += kHex[x & 15];
+  }
+  return id;
+}
+
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return Json{{"prompt_tokens", prompt_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens},
+              {"completion_tokens", completion_tokens},
+              {"prompt_tokens_details", nullptr}};
+}
+
+std::string token_text(const tokenizer::Tokenizer* tok, int32_t id) {
+  if (tok == nullptr) return "";
+  const int32_t ids[1] = {id};
+  auto text = tok->decode(ids, /*skip_special_tokens=*/false);
+  return text.ok() ? *text : "";
+}
+
+void ChoiceState::append(const CompletionDelta& d) {
+  text += d.text;
+  token_ids.insert(token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+  token_logprobs.insert(token_logprobs.end(), d.token_logprobs.begin(), d.token_logprobs.end());
+  top_logprobs.insert(top_logprobs.end(), d.top_logprobs.begin(), d.top_logprobs.end());
+  if (!d.finish_reason.empty()) {
+    finish_reason = d.finish_reason;
+    stop_reason = stop_reason_json(d);
+  }
+}
+
+Json stop_reason_json(const CompletionDelta& d) {
+  if (d.stop_string) return *d.stop_string;
+  if (d.stop_token) return *d.stop_token;
+  return nullptr;
+}
+
+Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                         const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top,
+                         int64_t k, size_t offset0) {
+  Json tokens = Json::array(), token_logprobs = Json::array(), tops = Json::array(), offsets = Json::array();
+  size_t offset = offset0;
+  for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
+    std::string text = token_text(tok, ids[i]);
+    offsets.push_back(offset);
+    offset += text.size();
+    tokens.push_back(std::move(text));
+    token_logprobs.push_back(logprobs[i]);
+    Json alternatives = Json::object();
+    const PositionLogprobs& p = top[i];
+    for (size_t j = 0; j < p.size(); ++j) {
+      // The first k, and the chosen token wherever it ranks.
+      if (static_cast<int64_t>(j) >= k && p[j].first != ids[i]) continue;
+      std::string t = token_text(tok, p[j].first);
+      if (!alternatives.contains(t)) alternatives[t] = p[j].second;
+    }
+    tops.push_back(std::move(alternatives));
+  }
+  return Json{{"text_offset", std::move(offsets)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"tokens", std::move(tokens)},
+              {"top_logprobs", std::move(tops)}};
+}
+
+namespace {
+
+Json bytes_of(const std::string& s) {
+  Json b = Json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+Json chat_logprobs_content(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                           const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top, int64_t k) {
+  Json content = Json::array();
+  for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
+    const std::string text = token_text(tok, ids[i]);
+    Json alternatives = Json::array();
+    const PositionLogprobs& p = top[i];
+    for (size_t j = 0; j < p.size() && static_cast<int64_t>(j) < k; ++j) {
+      const std::string t = token_text(tok, p[j].first);
+      alternatives.push_back(Json{{"token", t}, {"logprob", p[j].second}, {"bytes", bytes_of(t)}});
+    }
+    content.push_back(Json{{"token", text}, {"logprob", logprobs[i]}, {"bytes", bytes_of(text)},
+                           {"top_logprobs", std::move(alternatives)}});
+  }
+  return content;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,82 @@
+// What the completion and chat handlers share: driving a request's streams to the end
+// (aborting them when the client leaves), ids, usage and logprob formatting.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/async_engine.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera::server {
+
+using Json = nlohmann::ordered_json;
+
+// Serialises like json.dumps in responses: invalid UTF-8 never throws (it becomes U+FFFD).
+std::string dump(const Json& j);
+
+// The streams of one HTTP request. Destroying it aborts every stream not finished yet,
+// however the handler ends (client gone, write failed, exception).
+class StreamSet {
+ public:
+  explicit StreamSet(AsyncEngine& engine) : engine_(engine) {}
+  ~StreamSet();
+  StreamSet(const StreamSet&) = delete;
+  StreamSet& operator=(const StreamSet&) = delete;
+
+  void add(std::shared_ptr<RequestStream> s) {
+    streams_.push_back(std::move(s));
+    finished_.push_back(false);
+  }
+  size_t size() const { return streams_.size(); }
+
+  // Takes each stream's news and hands it to on_batch(stream index, batch) until every
+  // stream has finished; after each round, flush() (streaming: write what on_batch
+  // produced; false: the client is gone). False when the client left early.
+  net::awaitable<bool> run(HttpExchange& ex, const std::function<void(size_t, StreamBatch&)>& on_batch,
+                           const std::function<net::awaitable<bool>()>& flush);
+
+ private:
+  AsyncEngine& engine_;
+  std::vector<std::shared_ptr<RequestStream>> streams_;
+  std::vector<bool> finished_;
+};
+
+// "cmpl-<32 hex digits>" and the like.
+std::string random_id(const char* prefix);
+int64_t unix_time();
+
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+
+// The text of one token as logprobs report it (decoded alone, special tokens kept).
+std::string token_text(const tokenizer::Tokenizer* tok, int32_t id);
+
+// One completion's accumulated output (unstreamed responses).
+struct ChoiceState {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::vector<float> token_logprobs;
+  std::vector<PositionLogprobs> top_logprobs;
+  std::string finish_reason;
+  Json stop_reason;  // null, a token id or a string
+  void append(const CompletionDelta& d);
+};
+
+// stop_reason of a finished delta: the stop string, the stop token or null.
+Json stop_reason_json(const CompletionDelta& d);
+
+// Completions-API logprobs ({tokens, token_logprobs, top_logprobs, text_offset}) of tokens
+// [0, n), k alternatives each; offset0 is the text offset of the first token.
+Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                         const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top,
+                         int64_t k, size_t offset0);
+// Chat-API logprobs entries ({token, logprob, bytes, top_logprobs}) of the tokens.
+Json chat_logprobs_content(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                           const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top, int64_t k);
+
+}  // namespace tessera::server
