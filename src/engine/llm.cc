@@ -138,7 +138,7 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
       child.params.n = 1;
       if (p.seed) child.params.seed = *p.seed + static_cast<uint64_t>(c);  // distinct, reproducible streams
       child.out.index = c;
-      child.stops = StopStringMatcher(p.stop, p.include_stop_str_in_output);
+      child.tracker = std::make_unique<CompletionTracker>(tok, child.params, res.prompt_token_ids, c);
       auto req = std::make_unique<Request>(child.id, res.prompt_token_ids, child.params);
       req->arrival_seq = child.id.value;
       req->arrival_time = arrival;
@@ -199,27 +199,22 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
           c.cumulative += o.new_token_logprob;
           c.out.cumulative_logprob = c.cumulative;
         }
-        if (!c.stops.empty() && tok != nullptr && !is_finished(status)) {
-          auto text = tok->decode(c.out.token_ids, c.params.skip_special_tokens);
-          if (text.ok() && c.stops.check(*text)) {
-            m.engine->stop_request(o.id);
-            status = RequestStatus::kFinishedStopped;
-          }
+        CompletionDelta d;
+        if (c.tracker->add(o, &d) && !is_finished(status)) {
+          m.engine->stop_request(o.id);
+          status = RequestStatus::kFinishedStopped;
         }
+        c.out.text += d.text;
       }
       if (!is_finished(status)) continue;
       std::unique_ptr<Request> req = m.engine->take_finished(o.id);
-      c.out.finish_reason = finish_reason(status);
-      if (req && req->stop_reason) c.out.stop_token = req->stop_reason;
+      CompletionDelta d;
+      c.tracker->finish(status, req ? req->stop_reason : std::nullopt, &d);
+      c.out.text += d.text;
+      c.out.finish_reason = d.finish_reason;
+      c.out.stop_token = d.stop_token;
+      c.out.stop_string = d.stop_string;
       if (req && c.index == 0) res.num_cached_tokens = std::max(0, req->num_cached_tokens);
-      if (tok != nullptr) {
-        auto text = tok->decode(c.out.token_ids, c.params.skip_special_tokens);
-        if (text.ok()) c.out.text = std::move(*text);
-        if (c.stops.matched()) {
-          c.out.text = c.stops.truncate(c.out.text);
-          c.out.stop_string = c.stops.matched_string();
-        }
-      }
       res.metrics.first_token_time = std::max(res.metrics.first_token_time, c.first_token_time);
       res.metrics.finished_time = t;
       ++finished_children;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
-#include "engine/stop_strings.h"
+#include "engine/output_processor.h"
 #include "model/model.h"
 #include "tessera/llm.h"
 #include "tokenizer/chat_template.h"
@@ -34,7 +34,7 @@ struct LLM::Impl {
     RequestId id;
     SamplingParams params;
     CompletionOutput out;
-    StopStringMatcher stops;
+    std::unique_ptr<CompletionTracker> tracker;  // text, stop strings
     bool first_token_seen = false;
     double first_token_time = 0.0;
     double cumulative = 0.0;
