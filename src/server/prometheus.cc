@@ -1,6 +1,7 @@
 #include "server/prometheus.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace tessera::server {
 
@@ -20,9 +21,13 @@ std::string escape_label(const std::string& v) {
   return out;
 }
 
+// The shortest text that reads back as v (0.005, not 0.0050000000000000001).
 std::string number(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 

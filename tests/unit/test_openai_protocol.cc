@@ -1,0 +1,153 @@
+// OpenAI request parsing: every accepted shape of a field, and every malformed one answered
+// with 400 naming the field.
+#include <gtest/gtest.h>
+
+#include "server/openai_protocol.h"
+#include "server/prometheus.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+CompletionRequest completion(const std::string& body) { return parse_completion_request(parse_json_body(body), {}); }
+ChatRequest chat(const std::string& body) { return parse_chat_request(parse_json_body(body), {}); }
+
+// The 400's param (or "<none>"), or "ok" when the body parses.
+template <typename F>
+std::string error_param(F parse, const std::string& body) {
+  try {
+    parse(body);
+    return "ok";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, boost::beast::http::status::bad_request) << body;
+    EXPECT_FALSE(std::string(e.what()).empty());
+    return e.param.empty() ? "<none>" : e.param;
+  }
+}
+
+TEST(OpenAiProtocol, PromptShapes) {
+  EXPECT_EQ(*completion(R"({"prompt": "hi"})").prompts[0].text, "hi");
+  auto two = completion(R"({"prompt": ["a", "b"]})");
+  ASSERT_EQ(two.prompts.size(), 2u);
+  EXPECT_EQ(*two.prompts[1].text, "b");
+  auto ids = completion(R"({"prompt": [1, 2, 3]})");
+  ASSERT_EQ(ids.prompts.size(), 1u);
+  EXPECT_EQ(ids.prompts[0].token_ids, (std::vector<int32_t>{1, 2, 3}));
+  auto lists = completion(R"({"prompt": [[1], [2, 3]]})");
+  ASSERT_EQ(lists.prompts.size(), 2u);
+  EXPECT_EQ(lists.prompts[1].token_ids, (std::vector<int32_t>{2, 3}));
+}
+
+TEST(OpenAiProtocol, SamplingFieldsAndDefaults) {
+  auto r = completion(R"({"prompt": "x", "n": 2, "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 0,
+                          "min_p": 0.1, "seed": -3, "stop": "END", "presence_penalty": 1, "frequency_penalty": -1,
+                          "repetition_penalty": 1.2, "logit_bias": {"42": -100}, "min_tokens": 2, "ignore_eos": true,
+                          "stop_token_ids": [5], "skip_special_tokens": false, "logprobs": 3, "echo": true,
+                          "priority": 4, "user": "u", "stream": true, "stream_options": {"include_usage": true}})");
+  EXPECT_EQ(r.params.n, 2);
+  EXPECT_EQ(r.params.max_tokens, 7);
+  EXPECT_TRUE(r.max_tokens_given);
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
+  EXPECT_EQ(r.params.top_k, -1);  // 0 disables, as in vLLM
+  EXPECT_EQ(r.params.stop, std::vector<std::string>{"END"});
+  EXPECT_FLOAT_EQ(r.params.logit_bias.at(42), -100.0f);
+  EXPECT_EQ(r.params.stop_token_ids, std::vector<int64_t>{5});
+  EXPECT_EQ(r.params.logprobs, 3);
+  EXPECT_EQ(r.params.prompt_logprobs, 3);  // echo + logprobs
+  EXPECT_EQ(r.priority, 4);
+  EXPECT_TRUE(r.stream && r.include_usage && r.echo && r.params.ignore_eos && !r.params.skip_special_tokens);
+  // Defaults: OpenAI's, unless the model's generation config says otherwise; null = absent.
+  auto d = completion(R"({"prompt": "x", "temperature": null})");
+  EXPECT_EQ(d.params.max_tokens, 16);
+  EXPECT_FLOAT_EQ(d.params.temperature, 1.0f);
+  SamplingDefaults model_defaults;
+  model_defaults.temperature = 0.3f;
+  EXPECT_FLOAT_EQ(parse_completion_request(parse_json_body(R"({"prompt": "x"})"), model_defaults).params.temperature, 0.3f);
+  // logprobs 0 still asks for the chosen token's logprob.
+  EXPECT_EQ(completion(R"({"prompt": "x", "logprobs": 0})").params.logprobs, 1);
+}
+
+TEST(OpenAiProtocol, BadFieldsNameTheField) {
+  auto c = [](const std::string& b) { return completion(b); };
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "max_tokens": -1})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "max_tokens": "abc"})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "max_tokens": 1e30})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "max_tokens": 2.5})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "max_tokens": 123456789012345678901234567890})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "n": 0})"), "n");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "n": 1000000000})"), "n");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "temperature": -1})"), "temperature");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "top_p": 0})"), "top_p");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "top_k": -5})"), "top_k");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logprobs": 1000})"), "logprobs");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"abc": 1}})"), "logit_bias");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"1": 1000}})"), "logit_bias");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "stop": {"a": 1}})"), "stop");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "stop": [1]})"), "stop");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "stream_options": {"include_usage": true}})"), "stream_options");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": "1"})"), "seed");
+  EXPECT_EQ(error_param(c, R"({"prompt": 5})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt": []})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt": [-1]})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt": [[]]})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"max_tokens": 3})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "model": 3})"), "model");
+  // Malformed bodies.
+  EXPECT_EQ(error_param(c, R"({"prompt": "x",)"), "<none>");
+  EXPECT_EQ(error_param(c, R"([1, 2])"), "<none>");
+  EXPECT_EQ(error_param(c, R"({"prompt": NaN})"), "<none>");
+  EXPECT_EQ(error_param(c, "{\"prompt\": \"\xff\xfe\"}"), "<none>");  // invalid UTF-8
+  EXPECT_EQ(error_param(c, std::string(100000, '[') + std::string(100000, ']')), "<none>");
+}
+
+TEST(OpenAiProtocol, ChatMessages) {
+  auto r = chat(R"({"messages": [{"role": "system", "content": "s"},
+                                 {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                                 {"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function",
+                                   "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
+                                 {"role": "tool", "content": "r", "tool_call_id": "1"}],
+                    "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto",
+                    "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 2,
+                    "chat_template_kwargs": {"enable_thinking": false}})");
+  EXPECT_EQ(r.messages[1]["content"], "a\nb");
+  EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"]["x"], 1);  // parsed for templates
+  EXPECT_EQ(r.params.max_tokens, 9);
+  EXPECT_EQ(r.params.logprobs, 2);
+  EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(r.add_generation_prompt);
+  auto c = [](const std::string& b) { return chat(b); };
+  EXPECT_EQ(error_param(c, R"({"messages": "hi"})"), "messages");
+  EXPECT_EQ(error_param(c, R"({"messages": []})"), "messages");
+  EXPECT_EQ(error_param(c, R"({"messages": [{"content": "x"}]})"), "messages");
+  EXPECT_EQ(error_param(c, R"({"messages": [{"role": "user", "content": 5}]})"), "messages[].content");
+  EXPECT_EQ(error_param(c, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"), "messages");
+  EXPECT_EQ(error_param(c, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})"), "top_logprobs");
+  EXPECT_EQ(error_param(c, R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})"), "tools");
+}
+
+TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
+  EngineMetrics m;
+  m.num_requests_running = 3;
+  m.kv_cache_usage = 0.25;
+  m.prompt_tokens = 10;
+  m.request_success = {1, 2, 3};
+  m.time_to_first_token.observe(0.003);
+  m.time_to_first_token.observe(0.003);
+  m.time_to_first_token.observe(5000.0);
+  const std::string text = render_prometheus(m, "my \"model\"");
+  auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
+  EXPECT_TRUE(has(R"(tessera:num_requests_running{model_name="my \"model\""} 3)")) << text;
+  EXPECT_TRUE(has(R"(tessera:kv_cache_usage_perc{model_name="my \"model\""} 0.25)"));
+  EXPECT_TRUE(has(R"(tessera:prompt_tokens_total{model_name="my \"model\""} 10)"));
+  EXPECT_TRUE(has(R"(tessera:request_success_total{model_name="my \"model\"",finished_reason="abort"} 3)"));
+  EXPECT_TRUE(has("# TYPE tessera:time_to_first_token_seconds histogram"));
+  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="0.001"} 0)"));
+  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="0.005"} 2)"));
+  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="2560"} 2)"));
+  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="+Inf"} 3)"));
+  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_count{model_name="my \"model\""} 3)"));
+}
+
+}  // namespace
+}  // namespace tessera::server
