@@ -1,5 +1,6 @@
 #include "server/prometheus.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,6 +25,10 @@ std::string escape_label(const std::string& v) {
 // The shortest text that reads back as v (0.005, not 0.0050000000000000001).
 std::string number(double v) {
   char buf[64];
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -1e15 && v < 1e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);  // counts print as integers
+    return buf;
+  }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
     if (std::strtod(buf, nullptr) == v) break;
