@@ -100,6 +100,7 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "Print one JSON line");
   cmd->callback([o, exit_code] { *exit_code = run_bench(*o); });
   add_bench_throughput_command(*bench, exit_code);
+  add_bench_serve_command(*bench, exit_code);
 }
 
 }  // namespace tessera::cli

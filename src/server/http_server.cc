@@ -170,6 +170,7 @@ void HttpServer::run() {
 }
 
 void HttpServer::stop_accepting() {
+  accepting_.store(false);
   net::post(ioc_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
@@ -213,7 +214,16 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
     parser.body_limit(options_.max_body_bytes);
     parser.header_limit(static_cast<uint32_t>(options_.max_header_bytes));
     stream.expires_after(to_duration(options_.request_timeout));
-    co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    if (!ec && !parser.is_done()) {
+      // curl sends "Expect: 100-continue" with bodies over 1 KiB and waits a second for it.
+      auto expect = parser.get().find(http::field::expect);
+      if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+        http::response<http::empty_body> cont{http::status::continue_, 11};
+        co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
+      }
+      if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    }
     stream.expires_never();
     if (ec) {
       // A timeout has closed the socket; a closed peer needs no answer.
@@ -240,7 +250,7 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
       break;
     }
     HttpRequest request = parser.release();
-    HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && acceptor_.is_open(), wake};
+    HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && accepting_.load(), wake};
     HttpExchange exchange(impl);
     active_.fetch_add(1);
     std::string internal_error;

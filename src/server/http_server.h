@@ -87,6 +87,7 @@ class HttpServer {
   net::io_context ioc_;
   net::ip::tcp::acceptor acceptor_;
   std::atomic<size_t> active_{0};
+  std::atomic<bool> accepting_{true};  // false: answers close their connections
 };
 
 // A body with an OpenAI-shaped error: {"error": {"message", "type", "param", "code"}}.
