@@ -32,6 +32,8 @@ struct AsyncEngine::Active {
   double first_token_time = 0.0;
   bool wants_prompt_logprobs = false;
   bool prompt_logprobs_started = false;
+  int32_t num_cached_tokens = 0;  // prefix-cache hit of the prompt (child 0)
+  double finished_time = 0.0;     // when the last child finished
 };
 
 AsyncEngine::AsyncEngine(std::unique_ptr<EngineCoreBase> core, const tokenizer::Tokenizer* tok)
@@ -194,11 +196,30 @@ void AsyncEngine::abort_now(uint64_t stream_id) {
     deltas.emplace_back();
     finish_child(a, c, RequestStatus::kFinishedAborted, &deltas.back());
   }
-  a.stream->update([&](StreamBatch& b) {
-    for (auto& d : deltas) b.deltas.push_back(std::move(d));
-  });
-  a.stream->notify();
+  publish(a, &deltas, nullptr);
   if (a.open == 0) active_.erase(it);
+}
+
+void AsyncEngine::publish(Active& a, std::vector<CompletionDelta>* deltas, std::vector<PositionLogprobs>* prompt_logprobs) {
+  const bool done = a.open == 0;
+  // One update: a consumer that sees `finished` has every delta too.
+  a.stream->update([&](StreamBatch& b) {
+    if (deltas != nullptr) {
+      for (auto& d : *deltas) b.deltas.push_back(std::move(d));
+    }
+    if (prompt_logprobs != nullptr) {
+      for (auto& lp : *prompt_logprobs) b.prompt_logprobs.push_back(std::move(lp));
+    }
+    if (done) {
+      b.finished = true;
+      b.num_cached_tokens = a.num_cached_tokens;
+      b.metrics.arrival_time = a.arrival_time;
+      b.metrics.first_token_time = a.first_token_time;
+      b.metrics.finished_time = a.finished_time;
+    }
+  });
+  if (done) num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+  a.stream->notify();
 }
 
 void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, CompletionDelta* d) {
@@ -220,16 +241,8 @@ void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, Comple
       }
     }
   }
-  if (a.open > 0) return;
-  const int32_t cached = req ? std::max(0, req->num_cached_tokens) : 0;
-  a.stream->update([&](StreamBatch& b) {
-    b.finished = true;
-    if (c == 0 || b.num_cached_tokens == 0) b.num_cached_tokens = cached;
-    b.metrics.arrival_time = a.arrival_time;
-    b.metrics.first_token_time = a.first_token_time;
-    b.metrics.finished_time = t;
-  });
-  num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+  if (c == 0 && req) a.num_cached_tokens = std::max(0, req->num_cached_tokens);
+  if (a.open == 0) a.finished_time = t;
 }
 
 void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
@@ -277,15 +290,7 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
   for (Active* a : order) {
     auto n = news.find(a);
     auto p = prompt_news.find(a);
-    a->stream->update([&](StreamBatch& b) {
-      if (n != news.end()) {
-        for (auto& d : n->second) b.deltas.push_back(std::move(d));
-      }
-      if (p != prompt_news.end()) {
-        for (auto& lp : p->second) b.prompt_logprobs.push_back(std::move(lp));
-      }
-    });
-    a->stream->notify();
+    publish(*a, n != news.end() ? &n->second : nullptr, p != prompt_news.end() ? &p->second : nullptr);
   }
   {
     std::lock_guard lock(metrics_mu_);

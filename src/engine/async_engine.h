@@ -65,8 +65,10 @@ class AsyncEngine {
   void admit(Incoming in);
   void abort_now(uint64_t stream_id);
   void process(const std::vector<EngineStepOutput>& outputs);
-  // The child ended: final delta, metrics, and the stream's end when it was the last.
+  // The child ended: its final delta and metrics (the stream ends in publish()).
   void finish_child(Active& a, size_t child, RequestStatus status, CompletionDelta* d);
+  // Hands a step's news to the stream, with its end once every child has finished.
+  void publish(Active& a, std::vector<CompletionDelta>* deltas, std::vector<PositionLogprobs>* prompt_logprobs);
 
   std::unique_ptr<EngineCoreBase> core_;
   const tokenizer::Tokenizer* tok_;

@@ -1,6 +1,7 @@
 #include "server/api_server.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "server/prometheus.h"
 #include "server/serving_common.h"
@@ -217,8 +218,10 @@ net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {
   std::vector<int32_t> ids;
   for (const Json& v : *t) {
     if (!v.is_number_integer() && !v.is_number_unsigned()) bad_request("tokens must be integers", "tokens");
-    const int64_t id = v.get<int64_t>();
-    if (v.is_number_unsigned() || id < 0 || id >= engine_.vocab_size()) {
+    // nlohmann keeps non-negative integers as unsigned: read both kinds without wrapping.
+    const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+    const int64_t id = huge ? -1 : v.get<int64_t>();
+    if (huge || id < 0 || id >= engine_.vocab_size()) {
       bad_request("token id " + v.dump() + " is out of the vocabulary [0, " + std::to_string(engine_.vocab_size()) + ")",
                   "tokens");
     }

@@ -193,19 +193,29 @@ void bad_request(const std::string& message, const std::string& param) {
 }
 
 Json parse_json_body(const std::string& body) {
-  bool too_deep = false;
-  Json::parser_callback_t limit_depth = [&](int depth, Json::parse_event_t, Json&) {
-    if (depth > kMaxJsonDepth) too_deep = true;
-    return !too_deep;
+  // Ordered objects find keys by linear search, so k keys cost k^2/2 comparisons: the
+  // parse stops once a body's objects would cost more than kMaxKeyComparisons.
+  constexpr size_t kMaxKeyComparisons = size_t{4} << 20;
+  std::vector<size_t> keys_per_object;
+  size_t comparisons = 0;
+  Json::parser_callback_t limits = [&](int depth, Json::parse_event_t event, Json&) {
+    if (depth > kMaxJsonDepth) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (event == Json::parse_event_t::object_start) {
+      keys_per_object.push_back(0);
+    } else if (event == Json::parse_event_t::object_end) {
+      if (!keys_per_object.empty()) keys_per_object.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys_per_object.empty()) {
+      comparisons += keys_per_object.back()++;
+      if (comparisons > kMaxKeyComparisons) bad_request("JSON objects in the body have too many keys");
+    }
+    return true;
   };
   Json j;
   try {
-    j = Json::parse(body, limit_depth);
+    j = Json::parse(body, limits);
   } catch (const Json::exception& e) {
-    if (too_deep) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     bad_request(std::string("invalid JSON body: ") + e.what());
   }
-  if (too_deep) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (!j.is_object()) bad_request("the request body must be a JSON object");
   return j;
 }
