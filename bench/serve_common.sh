@@ -28,7 +28,7 @@ server_rss_mib() {
 }
 
 metric() {  # metric NAME: the value of one unlabelled-by-reason sample
-  curl -s "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" 'index($0, n "{") == 1 { print $2; exit }'
+  curl -s --max-time 10 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" 'index($0, n "{") == 1 { print $2; exit }'
 }
 
 stop_server() {

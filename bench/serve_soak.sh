@@ -12,7 +12,7 @@ OUT=${3:-/tmp/tessera-serve-soak}
 mkdir -p "$OUT"
 MODEL=${MODEL:-$(scripts/default_model_path.sh)}
 start_server "$OUT/server.log" "$MODEL" --served-model-name smollm2 --max-model-len 2048 \
-  --kv-cache-memory $((2 << 30)) --max-num-seqs 256
+  --kv-cache-memory $((1 << 30)) --max-num-seqs 256
 URL=http://127.0.0.1:$PORT
 ( while kill -0 "$SERVER_PID" 2> /dev/null; do
     echo "$(date +%s) $(server_rss_mib)" >> "$OUT/rss.txt"

@@ -39,6 +39,7 @@ struct ServeOptions {
   int threads = 0;
   std::string activation_precision = "precise";
   bool fake_engine = false;
+  double fake_step_interval_ms = 0.0;
 };
 
 // As many open files as the hard limit allows: every connection is one.
@@ -100,7 +101,7 @@ int run_serve(ServeOptions o) {
     if (loaded.tokenizer->special_tokens().eos_id) eos.push_back(*loaded.tokenizer->special_tokens().eos_id);
     core = std::make_unique<FakeEngineCore>(static_cast<int64_t>(loaded.tokenizer->vocab_size()),
                                             o.engine.max_model_len > 0 ? o.engine.max_model_len : 8192,
-                                            o.engine.max_num_seqs, eos);
+                                            o.engine.max_num_seqs, eos, o.fake_step_interval_ms / 1000.0);
     std::fprintf(stderr, "tessera: fake engine (no model): tokens echo the prompt\n");
   } else {
     auto l = load_engine(o.engine);
@@ -219,6 +220,9 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   add_activation_precision_option(cmd, &o->activation_precision);
   cmd->add_flag("--fake-engine", o->fake_engine,
                 "No model: each running request gets one token per step (the prompt's, repeated); for overhead benchmarks");
+  cmd->add_option("--fake-step-interval-ms", o->fake_step_interval_ms,
+                  "With --fake-engine: at most one step per this many ms (0: as fast as possible)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
 }
 

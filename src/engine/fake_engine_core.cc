@@ -1,13 +1,14 @@
 #include "engine/fake_engine_core.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace tessera {
 
 FakeEngineCore::FakeEngineCore(int64_t vocab_size, int32_t max_model_len, int32_t max_num_seqs,
-                               std::vector<int32_t> eos_token_ids)
+                               std::vector<int32_t> eos_token_ids, double step_interval)
     : vocab_size_(vocab_size), max_model_len_(max_model_len), max_num_seqs_(max_num_seqs),
-      eos_token_ids_(std::move(eos_token_ids)) {}
+      eos_token_ids_(std::move(eos_token_ids)), step_interval_(step_interval) {}
 
 Status FakeEngineCore::add_request(std::unique_ptr<Request> r) {
   if (std::string err = r->params.validate(); !err.empty()) return Status::error(err);
@@ -51,6 +52,11 @@ EngineStats FakeEngineCore::stats() const {
 }
 
 std::vector<EngineStepOutput> FakeEngineCore::step() {
+  if (step_interval_ > 0.0) {
+    std::this_thread::sleep_until(next_step_);
+    next_step_ = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(step_interval_));
+  }
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < max_num_seqs_) {
     Request* r = waiting_.front();
     waiting_.pop_front();

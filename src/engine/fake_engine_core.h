@@ -4,6 +4,7 @@
 // k mod prompt length: the streamed text is the prompt, repeated.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -15,8 +16,10 @@ namespace tessera {
 
 class FakeEngineCore : public EngineCoreBase {
  public:
+  // step_interval > 0 paces the steps (at most one per step_interval seconds), so a
+  // benchmark can hold many streams open at a token rate the machine sustains.
   FakeEngineCore(int64_t vocab_size, int32_t max_model_len, int32_t max_num_seqs,
-                 std::vector<int32_t> eos_token_ids);
+                 std::vector<int32_t> eos_token_ids, double step_interval = 0.0);
 
   Status add_request(std::unique_ptr<Request> request) override;
   bool abort_request(RequestId id) override;
@@ -35,6 +38,8 @@ class FakeEngineCore : public EngineCoreBase {
   int32_t max_model_len_;
   int32_t max_num_seqs_;
   std::vector<int32_t> eos_token_ids_;
+  double step_interval_;
+  std::chrono::steady_clock::time_point next_step_{};
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;

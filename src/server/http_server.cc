@@ -158,6 +158,7 @@ uint16_t HttpServer::listen() {
   acceptor_.set_option(net::socket_base::reuse_address(true));
   acceptor_.bind(endpoint);
   acceptor_.listen(net::socket_base::max_listen_connections);
+  acceptor_.non_blocking(true);
   net::co_spawn(ioc_, accept_loop(), net::detached);
   return acceptor_.local_endpoint().port();
 }
@@ -191,10 +192,23 @@ net::awaitable<void> HttpServer::accept_loop() {
       co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
       continue;
     }
-    socket.set_option(tcp::no_delay(true), ec);
-    auto ex = socket.get_executor();
-    net::co_spawn(ex, session(std::move(socket)), net::detached);
+    start_session(std::move(socket));
+    // Take every connection already queued before waiting again: under load each wait
+    // sits behind the streams' handlers, and a full backlog drops SYNs (seconds of retry).
+    for (int i = 0; i < 1024; ++i) {
+      tcp::socket more(net::make_strand(ioc_));
+      acceptor_.accept(more, ec);
+      if (ec) break;  // would_block: the queue is empty
+      start_session(std::move(more));
+    }
   }
+}
+
+void HttpServer::start_session(tcp::socket socket) {
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto ex = socket.get_executor();
+  net::co_spawn(ex, session(std::move(socket)), net::detached);
 }
 
 net::awaitable<void> HttpServer::session(tcp::socket socket) {

@@ -81,6 +81,7 @@ class HttpServer {
  private:
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(net::ip::tcp::socket socket);
+  void start_session(net::ip::tcp::socket socket);
 
   HttpServerOptions options_;
   HttpHandler handler_;

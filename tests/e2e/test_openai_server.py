@@ -915,6 +915,33 @@ class ShutdownTest(unittest.TestCase):
                 sys.stderr.write(f"shutdown server log:\n{server.log_tail()}\n")
 
 
+class OverloadTest(unittest.TestCase):
+    """More unfinished requests than --max-queued-requests: 503 in OpenAI's error shape, the
+    openai client raises InternalServerError (its class for 5xx), and the server recovers."""
+
+    def test_queue_limit_answers_503_then_recovers(self):
+        server = sf.Server(BIN, MODEL, ["--max-queued-requests", "1"], name="overload")
+        try:
+            client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="x", max_retries=0, timeout=120)
+            stream = client.completions.create(model=NAME, prompt="Once upon a time", max_tokens=24,
+                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+            it = iter(stream)
+            next(it)  # the first request is running
+            status, _, payload = server.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+            self.assertEqual(status, 503, payload[:300])
+            err = sf.assert_error_shape(self, payload, 503, "overloaded")
+            self.assertEqual(err["type"], "ServiceUnavailableError")
+            with self.assertRaises(openai.InternalServerError) as cm:
+                client.completions.create(model=NAME, prompt="x", max_tokens=2)
+            self.assertEqual(cm.exception.status_code, 503)
+            list(it)  # the first request finishes
+            ok = sf.wait_for(lambda: server.request("POST", "/v1/completions",
+                                                    {"prompt": "x", "max_tokens": 2})[0] == 200, 30)
+            self.assertTrue(ok, "the server did not accept requests again")
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class ApiKeyTest(unittest.TestCase):
     KEY = "sk-tessera-e2e-secret"
 
