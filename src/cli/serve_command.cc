@@ -9,6 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <utility>  // before Boost 1.74's awaitable.hpp, which needs std::exchange
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "engine/async_engine.h"

@@ -10,8 +10,13 @@
 #include <string>
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
-#include <boost/beast.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 namespace tessera::server {
 
