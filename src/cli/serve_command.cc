@@ -201,7 +201,8 @@ int run_serve(ServeOptions o) {
 void add_serve_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (see docs/server.md)");
-  cmd->add_option("model", o->model_positional, "Model directory, .safetensors or .gguf file");
+  // vLLM's name for the positional; "model" would clash with --model in CLI11 2.4.
+  cmd->add_option("model_tag", o->model_positional, "Model directory, .safetensors or .gguf file (or --model)");
   add_engine_options(cmd, &o->engine);
   cmd->get_option("--model")->required(false);
   cmd->add_option("--host", o->http.host, "Address to listen on");

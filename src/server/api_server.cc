@@ -50,7 +50,7 @@ net::awaitable<void> ApiServer::handle(HttpExchange& ex) {
 
 net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   const HttpRequest& req = ex.request();
-  const std::string_view path = path_of(req.target());
+  const std::string_view path = path_of(std::string_view(req.target().data(), req.target().size()));
   const http::verb method = req.method();
   if (path == "/health") {
     co_await ex.respond(http::status::ok, "application/json", "");
@@ -58,7 +58,8 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   }
   if (config_.api_key) {
     auto it = req.find(http::field::authorization);
-    const std::string_view header = it == req.end() ? std::string_view() : it->value();
+    std::string_view header;  // Boost 1.83's beast::string_view is its own type
+    if (it != req.end()) header = std::string_view(it->value().data(), it->value().size());
     constexpr std::string_view kBearer = "Bearer ";
     const bool ok = header.size() > kBearer.size() && header.substr(0, kBearer.size()) == kBearer &&
                     constant_time_equal(header.substr(kBearer.size()), *config_.api_key);

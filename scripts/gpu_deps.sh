@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Development files the GPU machine lacks, fetched here (Debian packages) and unpacked into
+# .gpu-deps/ (git-ignored), which the device run carries along: PCRE2 headers (its runtime
+# 10.42 matches), and ICU 72 whole (that machine has only ICU 74's runtime, and ICU's
+# symbols carry their version). Static libraries and docs are dropped to stay small.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEST=.gpu-deps
+[ -f "$DEST/ok" ] && { echo "gpu_deps: $DEST ready"; exit 0; }
+rm -rf "$DEST"
+mkdir -p "$DEST/debs" "$DEST/prefix"
+(cd "$DEST/debs" && apt-get download libpcre2-dev libicu-dev libicu72 > /dev/null)
+for d in "$DEST"/debs/*.deb; do dpkg -x "$d" "$DEST/prefix"; done
+rm -rf "$DEST/debs" "$DEST/prefix/usr/share/doc" "$DEST/prefix/usr/share/man"
+find "$DEST/prefix" -name '*.a' -delete
+# pkg-config files name /usr: point them at the unpacked prefix (resolved on the GPU machine).
+for pc in "$DEST"/prefix/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+  sed -i -E 's|^prefix ?= ?/usr$|prefix=${pcfiledir}/../../..|' "$pc"
+done
+# Only ICU's uc/data/i18n are linked; PCRE2's link name points at that machine's runtime.
+rm -f "$DEST"/prefix/usr/lib/x86_64-linux-gnu/libicu{io,test,tu}.so*
+ln -sf /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 "$DEST/prefix/usr/lib/x86_64-linux-gnu/libpcre2-8.so"
+touch "$DEST/ok"
+du -sh "$DEST"
