@@ -26,5 +26,8 @@ step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAK
   || { tail -30 "$LOG/configure.log"; exit 1; }
 step build ninja -C "$BUILD" -j "$(nproc)" -k 0 || { grep -E "error|FAILED" "$LOG/build.log" | head -30; exit 1; }
 step devices "$BUILD/bin/cuda_devices" && cat "$LOG/devices.log"
+SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BUILD/bin/cuda_tests" \
+  && grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOG/memcheck.log" | tail -3
 step ctest bash -c "cd '$BUILD' && ctest --output-on-failure -j 8 --timeout 900" || tail -40 "$LOG/ctest.log"
 grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$LOG/ctest.log" | tail -20

@@ -10,16 +10,11 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
+#include "config/rope_layout.h"
 
 namespace tessera {
 
 class GgufFile;
-
-// How RoPE pairs the dimensions of a head.
-enum class RopeLayout {
-  kHalf,         // HF / NeoX: dimension i rotates with i + head_dim/2
-  kInterleaved,  // llama.cpp "normal" (GGUF llama q/k rows): dimension 2i rotates with 2i+1
-};
 
 struct RopeScaling {
   enum class Type { kNone, kLinear, kLlama3 };

@@ -1,0 +1,38 @@
+// CUDA twins of the CPU ops (src/backend/cpu/ops.h): the same names and arguments, on
+// device memory, bf16 activations with fp32 arithmetic, queued on a stream. Each op is
+// checked against its CPU twin by tests/cuda.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "config/rope_layout.h"
+
+namespace tessera::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for rows t < n. out may alias x.
+void rms_norm(const bf16* x, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out, cudaStream_t stream);
+
+// residual[t] += x[t] (rounded to bf16), then x[t] = rms_norm(residual[t]) * weight: the
+// residual add and the next layer's norm in one pass over the rows.
+void fused_add_rms_norm(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim,
+                        cudaStream_t stream);
+
+// out[t, i] = silu(gate[t, i]) * up[t, i]; gate, up, out are [n, inter].
+void silu_and_mul(const bf16* gate, const bf16* up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream);
+
+// Rotates x [num_tokens, num_heads, head_dim] in place by angle positions[t] * inv_freq[i]
+// (inv_freq [head_dim / 2] on the device, from cpu::rope_inv_freq).
+void apply_rope(bf16* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+                const float* inv_freq, RopeLayout layout, cudaStream_t stream);
+
+// out[t, :] = table[ids[t], :] for a bf16 table [vocab, dim]; ids outside [0, vocab) give
+// zero rows (the engine rejects them before they get here).
+void embedding(const bf16* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, bf16* out,
+               cudaStream_t stream);
+
+}  // namespace tessera::cuda
