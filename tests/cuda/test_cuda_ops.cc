@@ -4,12 +4,14 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/ops.h"
 #include "backend/cuda/ops.h"
+#include "exec/forward_batch.h"
 
 namespace tessera {
 namespace {
@@ -179,6 +181,78 @@ TEST(CudaOps, EmbeddingCopiesRowsAndZerosBadIds) {
     for (int64_t i = 0; i < dim; ++i) want[t * dim + i] = table.f[ids[t] * dim + i];
   }
   expect_close(dout.download(), want, 0.0f, 0.0f, "embedding");
+}
+
+
+// A mixed step: a first prefill chunk, a later chunk of a chunked prefill, and decodes at
+// lengths below, across and well past one key chunk of the kernel (512).
+struct AttentionCase {
+  int64_t num_heads, num_kv_heads, head_dim, block_size, sliding_window;
+};
+
+void check_paged_attention(const AttentionCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  struct Seq {
+    int32_t start, n;
+  };
+  const std::vector<Seq> seqs = {{0, 37}, {40, 20}, {100, 1}, {700, 1}, {1500, 1}, {5, 1}};
+  int64_t total_blocks = 1;  // block 0 stays the null block
+  for (const Seq& s : seqs) total_blocks += (s.start + s.n + c.block_size - 1) / c.block_size;
+  std::vector<int32_t> pool(total_blocks - 1);
+  for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int32_t>(i + 1);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  ForwardBatch batch;
+  size_t next = 0;
+  std::vector<int32_t> token_seq;
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    const Seq& s = seqs[si];
+    std::vector<int32_t> table;
+    for (int64_t b = 0; b < (s.start + s.n + c.block_size - 1) / c.block_size; ++b) table.push_back(pool[next++]);
+    std::vector<int32_t> tokens(s.n, 1);
+    batch.add_sequence(tokens.data(), s.n, s.start, table, c.block_size, true);
+    for (int32_t k = 0; k < s.n; ++k) token_seq.push_back(static_cast<int32_t>(si));
+  }
+  const int64_t T = batch.num_tokens(), kv_dim = c.num_kv_heads * c.head_dim;
+  // Old keys/values everywhere, then this step's written over their slots.
+  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
+  Bf16Data q(T * c.num_heads * c.head_dim, rng), k(T * kv_dim, rng), v(T * kv_dim, rng);
+  cpu::AttentionShape cs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+                         1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.sliding_window};
+  std::vector<float> kcache = kc.f, vcache = vc.f, want(T * c.num_heads * c.head_dim);
+  cpu::write_kv_cache(k.f.data(), v.f.data(), batch, kv_dim, kcache.data(), vcache.data());
+  cpu::paged_attention(q.f.data(), kcache.data(), vcache.data(), batch, cs, want.data());
+
+  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dk(k.h), dv(v.h), dout(want.size());
+  DeviceBuffer<int32_t> dpos(batch.positions), dseq(token_seq), dindptr(batch.block_table_indptr),
+      dids(batch.block_table_ids);
+  DeviceBuffer<int64_t> dslots(batch.slot_mapping);
+  cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
+  cuda::AttentionShape gs{cs.num_heads, cs.num_kv_heads, cs.head_dim, cs.block_size, cs.scale, cs.sliding_window};
+  cuda::write_kv_cache(dk.p, dv.p, meta, kv_dim, dkc.p, dvc.p, nullptr);
+  cuda::paged_attention(dq.p, dkc.p, dvc.p, meta, gs, dout.p, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> kcache_gpu(kcache.size());
+  const auto kc_back = dkc.download();
+  for (size_t i = 0; i < kc_back.size(); ++i) kcache_gpu[i] = __bfloat162float(kc_back[i]);
+  EXPECT_EQ(kcache_gpu, kcache) << "write_kv_cache";
+  expect_close(dout.download(), want, kRel, 2e-3f,
+               "paged_attention heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) +
+                   " head_dim " + std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) +
+                   " window " + std::to_string(c.sliding_window));
+}
+
+TEST(CudaOps, PagedAttentionMatchesCpuOverMixedBatches) {
+  REQUIRE_DEVICE();
+  uint32_t seed = 10;
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t ratio : {1, 4, 8}) {
+      for (int64_t block_size : {16, 32}) {
+        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, seed++);
+      }
+    }
+  }
+  check_paged_attention({32, 8, 128, 16, 256}, seed++);  // sliding window
+  check_paged_attention({9, 3, 64, 16, 0}, seed++);      // SmolLM2's heads
 }
 
 }  // namespace

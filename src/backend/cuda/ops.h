@@ -35,4 +35,35 @@ void apply_rope(bf16* x, const int32_t* positions, int64_t num_tokens, int64_t n
 void embedding(const bf16* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, bf16* out,
                cudaStream_t stream);
 
+// One step's attention metadata in device memory (planned once per step from the
+// ForwardBatch on the CPU, read by every layer).
+struct AttentionMetadata {
+  const int32_t* positions = nullptr;           // [num_tokens] position of each token
+  const int32_t* token_seq = nullptr;           // [num_tokens] the sequence of each token
+  const int64_t* slot_mapping = nullptr;        // [num_tokens] cache slot of each token's K/V
+  const int32_t* block_table_indptr = nullptr;  // [num_seqs + 1] CSR over block_table_ids
+  const int32_t* block_table_ids = nullptr;     // block ids of each sequence, in order
+  int64_t num_tokens = 0;
+};
+
+struct AttentionShape {
+  int64_t num_heads;
+  int64_t num_kv_heads;
+  int64_t head_dim;  // at most 256
+  int64_t block_size;
+  float scale;                 // usually 1 / sqrt(head_dim)
+  int64_t sliding_window = 0;  // 0: none; else key positions > pos - window
+};
+
+// Writes this step's k, v [num_tokens, kv_dim] into the paged caches
+// [num_blocks, block_size, kv_dim] at meta.slot_mapping.
+void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta, int64_t kv_dim, bf16* k_cache,
+                    bf16* v_cache, cudaStream_t stream);
+
+// Causal attention of each query token over its sequence's cached keys and values (this
+// step's K/V already written): q, out [num_tokens, num_heads, head_dim]. Prefill chunks and
+// decodes mix freely; query head h reads KV head h / (num_heads / num_kv_heads).
+void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, bf16* out, cudaStream_t stream);
+
 }  // namespace tessera::cuda
