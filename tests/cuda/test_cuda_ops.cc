@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 #include "exec/forward_batch.h"
 
@@ -239,6 +240,35 @@ void check_paged_attention(const AttentionCase& c, uint32_t seed) {
                "paged_attention heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) +
                    " head_dim " + std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) +
                    " window " + std::to_string(c.sliding_window));
+}
+
+TEST(CudaOps, GemmMatchesAFp32Reference) {
+  REQUIRE_DEVICE();
+  std::mt19937 rng(20);
+  cuda::Gemm gemm;
+  struct Shape {
+    int64_t n, k, m;
+  };
+  // Decode and prefill rows; SmolLM2's projections and LM head, Llama-8B's MLP widths.
+  for (const Shape& sh : {Shape{1, 576, 1536}, Shape{7, 576, 49152}, Shape{16, 4096, 1024}, Shape{5, 14336, 4096},
+                          Shape{33, 128, 96}}) {
+    Bf16Data x(sh.n * sh.k, rng), w(sh.m * sh.k, rng);
+    std::vector<float> want(sh.n * sh.m);
+    for (int64_t i = 0; i < sh.n; ++i) {
+      for (int64_t j = 0; j < sh.m; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < sh.k; ++p) acc += double(x.f[i * sh.k + p]) * w.f[j * sh.k + p];
+        want[i * sh.m + j] = static_cast<float>(acc);
+      }
+    }
+    DeviceBuffer<bf16> dx(x.h), dw(w.h), dout(sh.n * sh.m);
+    const std::string err = gemm.matmul(dx.p, dw.p, sh.n, sh.k, sh.m, dout.p, nullptr);
+    ASSERT_EQ(err, "");
+    CUDA_OK(cudaDeviceSynchronize());
+    // Sums of k products of N(0,1) values: |out| ~ sqrt(k); fp32 accumulation adds ~1e-6 relative.
+    expect_close(dout.download(), want, kRel, 1e-3f * std::sqrt(static_cast<float>(sh.k)),
+                 "gemm " + std::to_string(sh.n) + "x" + std::to_string(sh.k) + "x" + std::to_string(sh.m));
+  }
 }
 
 TEST(CudaOps, PagedAttentionMatchesCpuOverMixedBatches) {
