@@ -13,6 +13,7 @@
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 #include "exec/forward_batch.h"
+#include "sample/sampler.h"
 
 namespace tessera {
 namespace {
@@ -268,6 +269,38 @@ TEST(CudaOps, GemmMatchesAFp32Reference) {
     // Sums of k products of N(0,1) values: |out| ~ sqrt(k); fp32 accumulation adds ~1e-6 relative.
     expect_close(dout.download(), want, kRel, 1e-3f * std::sqrt(static_cast<float>(sh.k)),
                  "gemm " + std::to_string(sh.n) + "x" + std::to_string(sh.k) + "x" + std::to_string(sh.m));
+  }
+}
+
+TEST(CudaOps, GreedySampleAndLogSoftmaxMatchCpu) {
+  REQUIRE_DEVICE();
+  std::mt19937 rng(30);
+  for (int64_t vocab : {1000, 49152, 128256}) {
+    const int64_t n = 6;
+    std::vector<float> logits(n * vocab);
+    std::normal_distribution<float> d(0.0f, 4.0f);
+    for (auto& x : logits) x = d(rng);
+    // Row 1: a tie for the maximum (the lower id wins); row 2: the maximum at the last id.
+    const float top = 100.0f;
+    logits[1 * vocab + vocab - 3] = top;
+    logits[1 * vocab + 7] = top;
+    logits[2 * vocab + vocab - 1] = top;
+    DeviceBuffer<float> dl(logits), dlp(logits.size());
+    DeviceBuffer<int32_t> dnext(n);
+    cuda::greedy_sample(dl.p, n, vocab, dnext.p, dlp.p, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<int32_t> next = dnext.download();
+    const std::vector<float> lp = dlp.download();
+    std::vector<float> want(vocab);
+    for (int64_t r = 0; r < n; ++r) {
+      EXPECT_EQ(next[r], argmax(logits.data() + r * vocab, vocab)) << "row " << r << " vocab " << vocab;
+      log_softmax(logits.data() + r * vocab, vocab, want.data());
+      double worst = 0;
+      for (int64_t i = 0; i < vocab; ++i) worst = std::max(worst, double(std::fabs(lp[r * vocab + i] - want[i])));
+      EXPECT_LT(worst, 1e-4) << "log_softmax row " << r << " vocab " << vocab;
+    }
+    EXPECT_EQ(next[1], 7);
+    EXPECT_EQ(next[2], vocab - 1);
   }
 }
 

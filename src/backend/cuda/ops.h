@@ -66,4 +66,10 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, bf16* out, cudaStream_t stream);
 
+// Greedy sampling and logprobs, one thread block per row of logits [n, vocab] (fp32):
+// next[r] = argmax (the lowest id among equal maxima, as the CPU sampler), and, when
+// logprobs is not null, logprobs[r, :] = log_softmax(logits[r, :]).
+void greedy_sample(const float* logits, int64_t n, int64_t vocab, int32_t* next, float* logprobs,
+                   cudaStream_t stream);
+
 }  // namespace tessera::cuda
