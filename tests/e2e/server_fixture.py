@@ -310,6 +310,54 @@ ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoun
                503: "ServiceUnavailableError"}
 
 
+_cli_cache: dict = {}
+
+
+def cli_generate(binary: str, model: str, prompts: list[str], max_tokens: int, *extra: str) -> list[dict]:
+    """Greedy offline generation: one JSON object per prompt."""
+    key = (binary, model, tuple(prompts), max_tokens, extra)
+    if key not in _cli_cache:
+        args = [binary, "generate", "--model", model, "--max-tokens", str(max_tokens),
+                "--temperature", "0", "--json", "--disable-progress-bar",
+                "--kv-cache-memory", str(KV_CACHE_MEMORY),
+                "--max-model-len", str(MAX_MODEL_LEN), *extra]
+        for p in prompts:
+            args += ["--prompt", p]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise AssertionError(f"{args} failed ({out.returncode}): {out.stderr[-2000:]}")
+        rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        assert len(rows) == len(prompts), out.stdout
+        _cli_cache[key] = rows
+    return _cli_cache[key]
+
+
+def cli_detokenize(binary: str, model: str, tokens: list[int]) -> str:
+    """The offline detokenizer (expectations do not depend on the server's /detokenize)."""
+    out = subprocess.run([binary, "detokenize", "--tokenizer", model, "--jsonl"],
+                         input=json.dumps({"ids": tokens}) + "\n", capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"tessera detokenize failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.splitlines()[0])["text"]
+
+
+
+
+def stop_module_server(server: "Server | None") -> None:
+    """tearDownModule: the module's server must still be alive and exit 0 on SIGTERM."""
+    if server is None:
+        return
+    alive = server.alive()
+    rc = server.stop()
+    if not alive or rc != 0:
+        sys.stderr.write(f"server log {server.log_path}:\n{server.log_tail()}\n")
+    if not alive:
+        raise AssertionError(f"the server died during the tests (exit status {rc})")
+    if rc != 0:
+        raise AssertionError(f"SIGTERM: server exit status {rc} (expected 0; None = did not exit)")
+
+
 def run_tests() -> None:
     """unittest.main with exit codes 0 (pass) / 1 (fail); skips were handled by preflight."""
     unittest.main(verbosity=2)
