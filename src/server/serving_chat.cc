@@ -107,13 +107,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       event(Json::array({std::move(choice)}));
     }
   };
-  auto flush = [&]() -> net::awaitable<bool> {
-    if (out.empty()) co_return true;
-    const bool ok = co_await ex.write(out);
-    out.clear();
-    co_return ok;
-  };
-  if (!co_await streams.run(ex, on_batch, flush)) {
+  if (!co_await streams.run(ex, on_batch, &out)) {
     ex.abandon();
     co_return;
   }

@@ -14,7 +14,7 @@ StreamSet::~StreamSet() {
 }
 
 net::awaitable<bool> StreamSet::run(HttpExchange& ex, const std::function<void(size_t, StreamBatch&)>& on_batch,
-                                    const std::function<net::awaitable<bool>()>& flush) {
+                                    std::string* sse) {
   size_t open = streams_.size();
   while (open > 0) {
     for (size_t i = 0; i < streams_.size(); ++i) {
@@ -27,7 +27,11 @@ net::awaitable<bool> StreamSet::run(HttpExchange& ex, const std::function<void(s
         --open;
       }
     }
-    if (flush && !co_await flush()) co_return false;
+    if (sse != nullptr && !sse->empty()) {
+      const bool written = co_await ex.write(*sse);
+      sse->clear();
+      if (!written) co_return false;
+    }
     if (open == 0) break;
     // A closed connection aborts the request before the engine's next step.
     if (ex.client_gone()) co_return false;

@@ -36,10 +36,10 @@ class StreamSet {
   size_t size() const { return streams_.size(); }
 
   // Takes each stream's news and hands it to on_batch(stream index, batch) until every
-  // stream has finished; after each round, flush() (streaming: write what on_batch
-  // produced; false: the client is gone). False when the client left early.
+  // stream has finished. Streaming, on_batch appends SSE events to *sse, which is written
+  // (and cleared) after each round; unstreamed, sse is null. False when the client left.
   net::awaitable<bool> run(HttpExchange& ex, const std::function<void(size_t, StreamBatch&)>& on_batch,
-                           const std::function<net::awaitable<bool>()>& flush);
+                           std::string* sse);
 
  private:
   AsyncEngine& engine_;
