@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# On the GPU machine: configure and build everything (the CUDA sources too) with the
-# development files carried in .gpu-deps (made here by scripts/gpu_deps.sh), then run the
-# test suite; one log per step in LOGDIR and a one-line summary per step on stdout.
-# Usage (through the device tool): scripts/gpu-check.sh "$OUT"
+# On the GPU machine: build everything (the CUDA sources too) with the development files
+# carried in .gpu-deps (made here by scripts/gpu_deps.sh), then run the chosen stages; one
+# log per step in LOGDIR and a one-line summary per step on stdout.
+# Usage (through the device tool): scripts/gpu-check.sh LOGDIR [STAGE...]
+# Stages (default: ops ctest):
+#   ops      cuda_devices, cuda_tests under compute-sanitizer memcheck (ops and the tiny
+#            models vs transformers' goldens), bench_cuda_ops
+#   ctest    the whole ctest suite
+#   model8b  a random Llama-3.1-8B-shape checkpoint (tools/reference/make_random_llama8b.py,
+#            kept in $MODEL8B between calls), transformers' greedy golden for it on the GPU
+#            (8 prompts x 64 tokens, bf16), and cuda_tests' whole-model check against it
+#   bench8b  the issue's speed figures on that checkpoint: batch-1 decode, vLLM's latency
+#            test, offline throughput (128 x 512 -> 256 and 1000 x 1000 -> 1000), cold start
 set -uo pipefail
 cd "$(dirname "$0")/.."
-LOG=${1:?usage: scripts/gpu-check.sh LOGDIR}
+LOG=${1:?usage: scripts/gpu-check.sh LOGDIR [STAGE...]}
+shift
+STAGES=${*:-ops ctest}
 mkdir -p "$LOG"
 DEPS=$PWD/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu
 [ -d "$DEPS" ] || { echo "missing .gpu-deps: run scripts/gpu_deps.sh here and carry .gpu-deps"; exit 2; }
 export PKG_CONFIG_PATH=$DEPS/pkgconfig
 export LD_LIBRARY_PATH=$DEPS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BUILD=${BUILD:-build-gpu}
+BIN=$PWD/$BUILD/bin
+MODEL8B=${MODEL8B:-/tmp/llama8b-random}
+export TESSERA_TEST_DATA=$PWD/tests/data
 
 step() {  # step NAME COMMAND...: runs it with its output in LOG/NAME.log
   local name=$1 t0=$SECONDS rc=0
@@ -20,16 +34,46 @@ step() {  # step NAME COMMAND...: runs it with its output in LOG/NAME.log
   echo "$name: exit $rc, $((SECONDS - t0)) s"
   return $rc
 }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
 
 nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
 step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
   || { tail -30 "$LOG/configure.log"; exit 1; }
 step build ninja -C "$BUILD" -j "$(nproc)" -k 0 || { grep -E "error|FAILED" "$LOG/build.log" | head -30; exit 1; }
-step devices "$BUILD/bin/cuda_devices" && cat "$LOG/devices.log"
-SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BUILD/bin/cuda_tests" \
-  && grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOG/memcheck.log" | tail -3
-step bench_cuda_ops "$BUILD/bin/bench_cuda_ops" && cat "$LOG/bench_cuda_ops.log"
-# Two OpenMP threads per test: 8 programs at once on 16 cores (all-core OpenMP each spins for minutes).
-step ctest bash -c "cd '$BUILD' && OMP_NUM_THREADS=2 ctest --output-on-failure -j 8 --timeout 900" || tail -40 "$LOG/ctest.log"
-grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$LOG/ctest.log" | tail -20
+
+if has ops; then
+  step devices "$BIN/cuda_devices" && cat "$LOG/devices.log"
+  SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests"
+  grep -E "ERROR SUMMARY|PASSED|FAILED|on CUDA \]" "$LOG/memcheck.log" | tail -25
+  step bench_cuda_ops "$BIN/bench_cuda_ops" && cat "$LOG/bench_cuda_ops.log"
+fi
+
+if has ctest; then
+  # Two OpenMP threads per test: 8 programs at once on 16 cores.
+  step ctest bash -c "cd '$BUILD' && OMP_NUM_THREADS=2 ctest --output-on-failure -j 8 --timeout 900" || tail -40 "$LOG/ctest.log"
+  grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$LOG/ctest.log" | tail -20
+fi
+
+if has model8b; then
+  [ -f "$MODEL8B/config.json" ] && [ -f "$MODEL8B/model.safetensors.index.json" ] \
+    || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
+  GOLDEN=$LOG/hf-llama8b-random.json
+  step hf_golden8b python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" --random-prompts \
+    --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype bfloat16 --threads 16 --out "$GOLDEN" \
+    || tail -20 "$LOG/hf_golden8b.log"
+  step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'
+  grep -E "on CUDA \]|OK \]|FAILED|Failure|error" "$LOG/model8b_vs_hf.log" | head -20
+fi
+
+if has bench8b; then
+  T="$BIN/tessera"
+  step decode_b1 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 1 --input-len 128 \
+    --output-len 256 --num-iters 3 && tail -4 "$LOG/decode_b1.log"
+  step latency_b8 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 8 --input-len 32 \
+    --output-len 128 --num-iters 10 --num-iters-warmup 3 && tail -4 "$LOG/latency_b8.log"
+  step throughput_512 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
+    --input-len 512 --output-len 256 && tail -3 "$LOG/throughput_512.log"
+  step throughput_1000 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
+    --input-len 1000 --output-len 1000 && tail -3 "$LOG/throughput_1000.log"
+fi

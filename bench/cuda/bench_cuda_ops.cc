@@ -1,10 +1,13 @@
 // Speed of the CUDA ops on the Llama-3.1-8B shape (hidden 4096, 32 heads, 8 KV heads,
 // head_dim 128, FFN 14336), timed with CUDA events over repeated launches: GEMM TFLOP/s
-// for decode and prefill batches, decode attention time and the KV bandwidth it reaches,
-// RMSNorm bandwidth. Run on the GPU machine (scripts/gpu-check.sh runs it); prints one line
-// per case. Random data: speed does not depend on the values.
+// for decode and prefill batches, decode attention time and the KV bandwidth it reaches
+// (batch 1 .. 256, ctx 512 and 4096; caches under ~50 MB stay in L2 across the repeats, so
+// theirs is L2 bandwidth), a prefill attention step, RMSNorm bandwidth. Run on the GPU
+// machine (scripts/gpu-check.sh runs it); prints one line per case. Random data: speed does
+// not depend on the values.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -26,6 +29,21 @@ T* device_random(size_t n, std::mt19937& rng) {
   T* p = nullptr;
   cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T));
   cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  return p;
+}
+
+// n random bf16 values on the device, a 16M-value random tile repeated (filling GBs of KV
+// cache from one host RNG would take minutes; speed does not depend on the values).
+tessera::cuda::bf16* device_random_tiled(size_t n, std::mt19937& rng) {
+  const size_t tile = std::min<size_t>(n, size_t{1} << 24);
+  std::vector<tessera::cuda::bf16> h(tile);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (auto& x : h) x = static_cast<tessera::cuda::bf16>(d(rng));
+  tessera::cuda::bf16* p = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(tessera::cuda::bf16));
+  for (size_t i = 0; i < n; i += tile) {
+    cudaMemcpy(p + i, h.data(), std::min(tile, n - i) * sizeof(tessera::cuda::bf16), cudaMemcpyHostToDevice);
+  }
   return p;
 }
 
@@ -75,45 +93,72 @@ int main() {
     cudaFree(out);
   }
 
-  // Decode attention: `batch` sequences of `ctx` keys, one query token each.
-  const int64_t block = 16;
-  for (int64_t batch : {1, 8, 64}) {
-    for (int64_t ctx : {1024, 4096}) {
-      const int64_t blocks_per_seq = ctx / block, num_blocks = batch * blocks_per_seq + 1;
-      const int64_t kv_dim = kv_heads * hd;
-      bf16* kc = device_random<bf16>(num_blocks * block * kv_dim, rng);
-      bf16* vc = device_random<bf16>(num_blocks * block * kv_dim, rng);
-      bf16* q = device_random<bf16>(batch * heads * hd, rng);
-      bf16* out = nullptr;
-      cudaMalloc(reinterpret_cast<void**>(&out), batch * heads * hd * sizeof(bf16));
-      std::vector<int32_t> pos(batch, static_cast<int32_t>(ctx - 1)), seq(batch), indptr(batch + 1), ids;
-      std::vector<int64_t> slots(batch);
-      for (int64_t s = 0; s < batch; ++s) {
-        seq[s] = static_cast<int32_t>(s);
-        indptr[s] = static_cast<int32_t>(ids.size());
-        for (int64_t b = 0; b < blocks_per_seq; ++b) ids.push_back(static_cast<int32_t>(1 + s * blocks_per_seq + b));
-        slots[s] = int64_t{ids.back()} * block + block - 1;
+  // Paged attention as the engine calls it: splits from attention_num_splits (a function of
+  // the batch and max_model_len only, as under CUDA graphs), the workspace they need.
+  int num_sms = 0;
+  cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, 0);
+  const int64_t block = 16, kv_dim = kv_heads * hd, max_model_len = 8192;
+  // `seqs` sequences of `ctx` keys each, the last `new_tokens` of them this step's queries.
+  auto attention = [&](int64_t seqs, int64_t ctx, int64_t new_tokens) {
+    const int64_t blocks_per_seq = (ctx + block - 1) / block, num_blocks = seqs * blocks_per_seq + 1;
+    const int64_t tokens = seqs * new_tokens;
+    bf16* kc = device_random_tiled(num_blocks * block * kv_dim, rng);
+    bf16* vc = device_random_tiled(num_blocks * block * kv_dim, rng);
+    bf16* q = device_random<bf16>(tokens * heads * hd, rng);
+    bf16* out = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&out), tokens * heads * hd * sizeof(bf16));
+    std::vector<int32_t> pos, seq, indptr(seqs + 1), ids;
+    for (int64_t s = 0; s < seqs; ++s) {
+      indptr[s] = static_cast<int32_t>(ids.size());
+      for (int64_t b = 0; b < blocks_per_seq; ++b) ids.push_back(static_cast<int32_t>(1 + s * blocks_per_seq + b));
+      for (int64_t i = ctx - new_tokens; i < ctx; ++i) {
+        pos.push_back(static_cast<int32_t>(i));
+        seq.push_back(static_cast<int32_t>(s));
       }
-      indptr[batch] = static_cast<int32_t>(ids.size());
-      auto upload = [](const auto& v) {
-        using T = typename std::decay_t<decltype(v)>::value_type;
-        T* p = nullptr;
-        cudaMalloc(reinterpret_cast<void**>(&p), v.size() * sizeof(T));
-        cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-        return p;
-      };
-      tessera::cuda::AttentionMetadata meta{upload(pos), upload(seq), upload(slots), upload(indptr), upload(ids), batch};
-      tessera::cuda::AttentionShape shape{heads, kv_heads, hd, block, 1.0f / 11.3137f, 0};
-      const double ms = time_ms([&] { tessera::cuda::paged_attention(q, kc, vc, meta, shape, out, nullptr); }, 20);
-      const double kv_bytes = 2.0 * batch * ctx * kv_dim * sizeof(bf16);
-      std::printf("decode attention batch %3lld ctx %5lld: %8.3f ms  %7.0f GB/s of KV (once per KV head)\n",
-                  static_cast<long long>(batch), static_cast<long long>(ctx), ms, kv_bytes / (ms * 1e-3) / 1e9);
-      cudaFree(kc);
-      cudaFree(vc);
-      cudaFree(q);
-      cudaFree(out);
+    }
+    indptr[seqs] = static_cast<int32_t>(ids.size());
+    auto upload = [](const auto& v) {
+      using T = typename std::decay_t<decltype(v)>::value_type;
+      T* p = nullptr;
+      cudaMalloc(reinterpret_cast<void**>(&p), v.size() * sizeof(T));
+      cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+      return p;
+    };
+    int32_t *dpos = upload(pos), *dseq = upload(seq), *dindptr = upload(indptr), *dids = upload(ids);
+    tessera::cuda::AttentionMetadata meta{dpos, dseq, nullptr, dindptr, dids, tokens};
+    tessera::cuda::AttentionShape shape{heads, kv_heads, hd, block, 1.0f / 11.3137f, 0};
+    const int splits = tessera::cuda::attention_num_splits(tokens, kv_heads, num_sms, max_model_len);
+    void* ws = nullptr;
+    const size_t ws_bytes = tessera::cuda::attention_workspace_bytes(tokens, heads, hd, splits);
+    if (ws_bytes > 0) cudaMalloc(&ws, ws_bytes);
+    const double ms =
+        time_ms([&] { tessera::cuda::paged_attention(q, kc, vc, meta, shape, splits, ws, out, nullptr); }, 20);
+    if (new_tokens == 1) {
+      const double kv_bytes = 2.0 * seqs * ctx * kv_dim * sizeof(bf16);
+      std::printf("decode attention batch %3lld ctx %5lld: %8.3f ms  %7.0f GB/s of KV (once per KV head), %d splits\n",
+                  static_cast<long long>(seqs), static_cast<long long>(ctx), ms, kv_bytes / (ms * 1e-3) / 1e9, splits);
+    } else {
+      // Causal: query i of the new tokens sees ctx - new_tokens + i + 1 keys; 4 flops per (key, dim).
+      double keys = 0;
+      for (int64_t i = 0; i < new_tokens; ++i) keys += static_cast<double>(ctx - new_tokens + i + 1);
+      const double flops = 4.0 * seqs * keys * heads * hd;
+      std::printf("prefill attention %lld x %lld new tokens (ctx %lld): %8.3f ms  %6.1f TFLOP/s, %d splits\n",
+                  static_cast<long long>(seqs), static_cast<long long>(new_tokens), static_cast<long long>(ctx), ms,
+                  flops / (ms * 1e-3) / 1e12, splits);
+    }
+    for (void* p : {static_cast<void*>(kc), static_cast<void*>(vc), static_cast<void*>(q), static_cast<void*>(out),
+                    static_cast<void*>(dpos), static_cast<void*>(dseq), static_cast<void*>(dindptr),
+                    static_cast<void*>(dids), ws}) {
+      cudaFree(p);
+    }
+  };
+  for (int64_t batch : {1, 8, 64, 256}) {
+    for (int64_t ctx : {512, 4096}) {
+      if (2.0 * batch * ctx * kv_dim * sizeof(bf16) > 40e9) continue;  // the cache would not fit
+      attention(batch, ctx, 1);
     }
   }
+  attention(8, 512, 512);
 
   // RMSNorm over a prefill batch.
   {

@@ -22,7 +22,10 @@ struct EngineArgs {
   std::string model;      // model directory, .safetensors or .gguf
   std::string tokenizer;  // default: the model's own
   int32_t block_size = 16;
-  int64_t kv_cache_memory = int64_t{1} << 30;  // bytes of K/V storage
+  std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
+  int64_t kv_cache_memory = 0;  // bytes of K/V storage; 0: 1 GiB on the CPU, from gpu_memory_utilization on CUDA
+  double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
+  bool enforce_eager = false;           // CUDA: no graphs (every step launched kernel by kernel)
   int32_t max_model_len = 0;                   // 0: the model's maximum
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;

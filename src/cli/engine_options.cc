@@ -6,7 +6,15 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--model", a->model, "Model directory, .safetensors or .gguf file")->required();
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json, model directory, .gguf or .model (default: the model's)");
   cmd->add_option("--block-size", a->block_size, "Tokens per KV-cache block")->check(CLI::Range(1, 1024));
-  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "Bytes of KV-cache storage")->check(CLI::PositiveNumber);
+  cmd->add_option("--device", a->device, "cuda, cpu or auto (CUDA when a device is usable)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory,
+                  "Bytes of KV-cache storage (default: 1 GiB on the CPU; on CUDA what --gpu-memory-utilization leaves)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
+                  "Share of the GPU's memory for weights, activations and the KV cache")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_flag("--enforce-eager", a->enforce_eager, "CUDA: launch every step kernel by kernel, without CUDA graphs");
   cmd->add_option("--max-model-len", a->max_model_len, "Maximum prompt + output tokens (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")->check(CLI::PositiveNumber);

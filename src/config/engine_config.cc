@@ -32,6 +32,7 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   plan.shape.block_size = c.block_size;
   plan.shape.num_kv_heads = m.num_key_value_heads;
   plan.shape.head_dim = m.head_dim;
+  plan.shape.dtype_bytes = c.kv_dtype_bytes;
   plan.shape.num_blocks = 1;
   plan.bytes_per_block = plan.shape.bytes();  // one block, all layers, K and V
   const int64_t usable = c.kv_cache_memory / plan.bytes_per_block;

@@ -15,6 +15,7 @@ namespace tessera {
 struct EngineConfig {
   int32_t block_size = 16;                  // --block-size
   int64_t kv_cache_memory = int64_t{1} << 30;  // --kv-cache-memory, bytes of K/V storage
+  int64_t kv_dtype_bytes = 4;                  // bytes per cached K or V element: 4 (host fp32), 2 (CUDA bf16)
   int32_t max_model_len = 0;                // --max-model-len; 0: the model's maximum
   int32_t max_num_seqs = 256;               // --max-num-seqs
   int32_t max_num_batched_tokens = 2048;    // --max-num-batched-tokens

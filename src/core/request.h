@@ -49,6 +49,7 @@ struct Request {
   int32_t num_cached_tokens = -1;    // prefix-cache hit at first admission (-1: not admitted yet)
   int32_t num_preemptions = 0;
   std::optional<int32_t> stop_reason;  // the stop token id that finished it, if any
+  uint64_t sampling_seed = 0;          // params.seed, or the engine's pick: device sampling keys on it
 
   Request(RequestId rid, std::vector<int32_t> prompt, SamplingParams p)
       : id(rid), prompt_token_ids(std::move(prompt)), all_token_ids(prompt_token_ids), params(std::move(p)) {}

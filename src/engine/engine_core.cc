@@ -1,18 +1,31 @@
 #include "engine/engine_core.h"
 
+#include "exec/cpu_model_runner.h"
+
 #include <algorithm>
 #include <random>
 
 namespace tessera {
 
-Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
-  auto plan = plan_kv_cache(config, model.config());
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelConfig& model_config, const EngineConfig& config,
+                                                      const RunnerFactory& make_runner) {
+  auto plan = plan_kv_cache(config, model_config);
   if (!plan.ok()) return plan.status();
-  return std::unique_ptr<EngineCore>(new EngineCore(model, config, *plan));
+  auto runner = make_runner(*plan);
+  if (!runner.ok()) return runner.status();
+  auto core = std::unique_ptr<EngineCore>(new EngineCore(model_config, config, *plan));
+  core->runner_ = std::move(*runner);
+  return core;
 }
 
-EngineCore::EngineCore(Model& model, const EngineConfig& config, const KvCachePlan& plan)
-    : model_(model), config_(config), plan_(plan),
+Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
+  return create(model.config(), config, [&model](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
+    return std::unique_ptr<ModelRunner>(std::make_unique<CpuModelRunner>(model, plan.shape));
+  });
+}
+
+EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& config, const KvCachePlan& plan)
+    : model_config_(model_config), config_(config), plan_(plan),
       seed_source_(config.seed.value_or(std::random_device{}())) {
   kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.block_size,
                                          config.enable_prefix_caching);
@@ -21,14 +34,13 @@ EngineCore::EngineCore(Model& model, const EngineConfig& config, const KvCachePl
   sc.max_num_seqs = config.max_num_seqs;
   sc.max_model_len = plan.max_model_len;
   sc.enable_chunked_prefill = config.enable_chunked_prefill;
-  for (int64_t id : model.config().eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
+  for (int64_t id : model_config.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_, eos_token_ids_);
-  runner_ = std::make_unique<ModelRunner>(model, plan.shape);
-  scratch_.resize(static_cast<size_t>(model.config().vocab_size));
+  scratch_.resize(static_cast<size_t>(model_config.vocab_size));
 }
 
 Status EngineCore::add_request(std::unique_ptr<Request> r) {
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = model_config_.vocab_size;
   if (std::string err = r->params.validate(); !err.empty()) return Status::error(err);
   if (r->prompt_token_ids.empty()) return Status::error("prompt must contain at least one token");
   if (r->num_prompt_tokens() >= plan_.max_model_len) {
@@ -46,6 +58,7 @@ Status EngineCore::add_request(std::unique_ptr<Request> r) {
   }
   if (scheduler_->request(r->id) != nullptr) return Status::error("duplicate request id");
   const uint64_t seed = r->params.seed.value_or(seed_source_());
+  r->sampling_seed = seed;
   samplers_.emplace(r->id, Sampler(seed));
   scheduler_->add_request(std::move(r));
   return Status();
@@ -107,6 +120,11 @@ std::vector<EngineStepOutput> EngineCore::step() {
       log_softmax(runner_->logits(lr.first_prompt_row + k), vocab, scratch_.data());
       const int32_t token = r->prompt_token_ids[lr.prompt_position + k];
       o.prompt_logprobs.push_back(logprobs_with(scratch_.data(), vocab, r->params.prompt_logprobs, token));
+    }
+    if (lr.sampled_token >= 0) {  // sampled by the runner; needs nothing from the host
+      sampled.push_back(lr.sampled_token);
+      pending.push_back(std::move(o));
+      continue;
     }
     if (lr.sample_row < 0) {
       if (!o.prompt_logprobs.empty()) outputs.push_back(std::move(o));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -61,10 +62,15 @@ class EngineCoreBase {
 
 class EngineCore : public EngineCoreBase {
  public:
+  // Makes the backend's runner once the KV cache is planned.
+  using RunnerFactory = std::function<Result<std::unique_ptr<ModelRunner>>(const KvCachePlan&)>;
+  static Result<std::unique_ptr<EngineCore>> create(const ModelConfig& model_config, const EngineConfig& config,
+                                                    const RunnerFactory& make_runner);
+  // On the CPU: a CpuModelRunner over `model`, which must outlive the engine.
   static Result<std::unique_ptr<EngineCore>> create(Model& model, const EngineConfig& config);
 
   const KvCachePlan& plan() const { return plan_; }
-  const ModelConfig& model_config() const { return model_.config(); }
+  const ModelConfig& model_config() const { return model_config_; }
 
   Status add_request(std::unique_ptr<Request> request) override;
   bool abort_request(RequestId id) override;
@@ -74,12 +80,12 @@ class EngineCore : public EngineCoreBase {
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;
   int32_t max_model_len() const override { return plan_.max_model_len; }
-  int64_t vocab_size() const override { return model_.config().vocab_size; }
+  int64_t vocab_size() const override { return model_config_.vocab_size; }
 
  private:
-  EngineCore(Model& model, const EngineConfig& config, const KvCachePlan& plan);
+  EngineCore(const ModelConfig& model_config, const EngineConfig& config, const KvCachePlan& plan);
 
-  Model& model_;
+  ModelConfig model_config_;
   EngineConfig config_;
   KvCachePlan plan_;
   std::unique_ptr<KvCacheManager> kv_;

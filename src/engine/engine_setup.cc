@@ -2,12 +2,17 @@
 
 #include <filesystem>
 
+#include "model/layers/decoder_model.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "exec/cuda/cuda_engine.h"
+#endif
+
 namespace tessera {
 
 EngineConfig engine_config_from(const EngineArgs& args) {
   EngineConfig config;
   config.block_size = args.block_size;
-  config.kv_cache_memory = args.kv_cache_memory;
+  if (args.kv_cache_memory > 0) config.kv_cache_memory = args.kv_cache_memory;
   config.max_model_len = args.max_model_len;
   config.max_num_seqs = args.max_num_seqs;
   config.max_num_batched_tokens = args.max_num_batched_tokens;
@@ -30,10 +35,37 @@ Result<LoadedEngine> load_engine(const EngineArgs& args) {
   } else {
     e.tokenizer_error = tok.error();
   }
-  auto core = EngineCore::create(*e.model, engine_config_from(args));
+  auto device = resolve_device(args.device);
+  if (!device.ok()) return device.status();
+  e.device = *device;
+  Result<std::unique_ptr<EngineCore>> core = Status::error("unreachable");
+  if (e.device == "cuda") {
+#ifdef TESSERA_HAVE_CUDA
+    const auto* decoder = dynamic_cast<const DecoderModel*>(e.model.get());
+    if (decoder == nullptr) return Status::error(args.model + ": this model has no CUDA implementation");
+    core = cuda::create_cuda_engine(*decoder, args, engine_config_from(args));
+#endif
+  } else {
+    core = EngineCore::create(*e.model, engine_config_from(args));
+  }
   if (!core.ok()) return core.status();
   e.core = std::move(*core);
   return e;
+}
+
+Result<std::string> resolve_device(const std::string& device) {
+#ifdef TESSERA_HAVE_CUDA
+  const std::string why_not = cuda::device_unavailable_reason();
+#else
+  const std::string why_not = "this build of tessera has no CUDA backend";
+#endif
+  if (device == "cpu") return std::string("cpu");
+  if (device == "auto") return std::string(why_not.empty() ? "cuda" : "cpu");
+  if (device == "cuda") {
+    if (!why_not.empty()) return Status::error("--device cuda: " + why_not);
+    return std::string("cuda");
+  }
+  return Status::error("unknown device '" + device + "': use cuda, cpu or auto");
 }
 
 std::string default_chat_template_source(const EngineArgs& args) {

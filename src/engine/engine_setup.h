@@ -20,7 +20,12 @@ struct LoadedEngine {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: token-id prompts only
   std::string tokenizer_error;                      // why there is none
   std::unique_ptr<EngineCore> core;
+  std::string device;  // "cuda" or "cpu": where the model runs
 };
+
+// "cuda" or "cpu" for EngineArgs::device ("auto": CUDA when a device is usable); an error
+// when CUDA is asked for and unavailable.
+Result<std::string> resolve_device(const std::string& device);
 
 // Loads the model and its tokenizer (args.tokenizer, else the model's own; an explicit
 // tokenizer that fails is an error) and plans the KV cache.

@@ -1,44 +1,43 @@
-// ModelRunner: turns a SchedulerOutput into one ForwardBatch, runs the model over the paged
-// KV cache it owns, and returns the logits rows the step asked for.
+// ModelRunner: runs one SchedulerOutput as one model step on a backend (the CPU, or a CUDA
+// device) over the paged KV cache it owns, and hands back each request's logits rows, or the
+// token it already sampled on the device.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "core/request.h"
-#include "kv/kv_cache.h"
-#include "model/model.h"
 #include "sched/scheduler_output.h"
 
 namespace tessera {
 
-// Which logits rows a scheduled request gets this step: its last token's (when it samples)
-// and, for prompt logprobs, one per scheduled prompt position that predicts a prompt token.
+// Where a scheduled request's results are after a step: its logits rows (host memory) for
+// the last token (when it samples) and, for prompt logprobs, one per scheduled prompt
+// position that predicts a prompt token; or the token the runner sampled itself.
 struct LogitsRows {
   int32_t first_prompt_row = -1;  // rows [first, first + num_prompt_rows) predict prompt tokens
   int32_t num_prompt_rows = 0;
   int32_t prompt_position = 0;    // the prompt token predicted by the first prompt row
-  int32_t sample_row = -1;        // -1: the request does not sample this step
+  int32_t sample_row = -1;        // -1: the request does not sample this step, or sampled_token is set
+  int32_t sampled_token = -1;     // >= 0: sampled by the runner (device sampling); no logits row
 };
 
 class ModelRunner {
  public:
-  ModelRunner(Model& model, const KvCacheShape& shape);
-
+  virtual ~ModelRunner() = default;
   using RequestLookup = std::function<const Request*(RequestId)>;
-  // Runs the step. rows[i] says where request out.requests[i]'s logits are in logits().
-  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows);
-
-  const float* logits(int32_t row) const { return logits_.data() + static_cast<size_t>(row) * vocab_size_; }
-  int64_t vocab_size() const { return vocab_size_; }
-  KvCache& cache() { return cache_; }
-
- private:
-  Model& model_;
-  KvCache cache_;
-  int64_t vocab_size_;
-  ForwardBatch batch_;
-  std::vector<float> logits_;  // [rows, vocab_size]
+  // Runs the step. rows[i] says where request out.requests[i]'s results are.
+  virtual void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) = 0;
+  // Logits row `row` of the last step, [vocab_size] fp32 in host memory.
+  virtual const float* logits(int32_t row) const = 0;
+  virtual int64_t vocab_size() const = 0;
 };
+
+// Rows of logits a step needs for request r scheduled as s: prompt-logprob rows first, then
+// the sampling row; appends the batch token index of each to logits_indices. base: the batch
+// index of the request's first scheduled token. Shared by every backend's runner.
+void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base, std::vector<int32_t>* logits_indices,
+                      LogitsRows* rows);
 
 }  // namespace tessera

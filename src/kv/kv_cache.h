@@ -18,8 +18,9 @@ struct KvCacheShape {
   int64_t block_size = 16;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
+  int64_t dtype_bytes = 4;  // fp32 on the host, bf16 (2) on CUDA
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
-  int64_t bytes() const { return 2 * num_layers * num_blocks * block_size * kv_dim() * 4; }
+  int64_t bytes() const { return 2 * num_layers * num_blocks * block_size * kv_dim() * dtype_bytes; }
 };
 
 class KvCache {
@@ -27,6 +28,7 @@ class KvCache {
   // Storage comes from calloc: large blocks are mapped lazily by the OS, so memory is only
   // resident once blocks are written.
   explicit KvCache(const KvCacheShape& shape) : shape_(shape) {
+    TESSERA_CHECK_MSG(shape.dtype_bytes == 4, "the host KV cache is fp32");
     const size_t per_layer = static_cast<size_t>(shape.num_blocks * shape.block_size * shape.kv_dim());
     for (int64_t l = 0; l < shape.num_layers; ++l) {
       k_.emplace_back(static_cast<float*>(std::calloc(per_layer, sizeof(float))));

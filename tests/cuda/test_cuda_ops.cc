@@ -12,7 +12,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
-#include "exec/forward_batch.h"
+#include "cuda/cuda_test_util.h"
 #include "sample/sampler.h"
 
 namespace tessera {
@@ -20,64 +20,7 @@ namespace {
 
 using cuda::bf16;
 
-#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
-
-bool have_device() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
-
-// Random values rounded to bf16, kept both ways.
-struct Bf16Data {
-  std::vector<bf16> h;
-  std::vector<float> f;  // exactly the bf16 values
-  Bf16Data(size_t n, std::mt19937& rng, float scale = 1.0f) : h(n), f(n) {
-    std::normal_distribution<float> d(0.0f, scale);
-    for (size_t i = 0; i < n; ++i) {
-      h[i] = __float2bfloat16(d(rng));
-      f[i] = __bfloat162float(h[i]);
-    }
-  }
-};
-
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T));
-  }
-  explicit DeviceBuffer(const std::vector<T>& v) : DeviceBuffer(v.size()) {
-    cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  std::vector<T> download() const {
-    std::vector<T> v(n);
-    cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-};
-
-// |gpu - cpu| <= rel * |cpu| + abs for every element; reports the worst.
-void expect_close(const std::vector<bf16>& gpu, const std::vector<float>& cpu, float rel, float abs,
-                  const std::string& what) {
-  ASSERT_EQ(gpu.size(), cpu.size());
-  size_t bad = 0, worst = 0;
-  double worst_excess = -1;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    const double diff = std::fabs(__bfloat162float(gpu[i]) - cpu[i]);
-    const double bound = rel * std::fabs(cpu[i]) + abs;
-    if (diff > bound) ++bad;
-    if (diff - bound > worst_excess) worst_excess = diff - bound, worst = i;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst at " << worst << " gpu " << __bfloat162float(gpu[worst]) << " cpu "
-                     << cpu[worst];
-}
-
-constexpr float kRel = 1.0f / 128;  // bf16 keeps 8 significant bits: rounding <= 2^-9 relative
+using namespace cuda_test;  // NOLINT(google-build-using-namespace): the test helpers
 
 TEST(CudaOps, RmsNormMatchesCpu) {
   REQUIRE_DEVICE();
@@ -185,64 +128,6 @@ TEST(CudaOps, EmbeddingCopiesRowsAndZerosBadIds) {
   expect_close(dout.download(), want, 0.0f, 0.0f, "embedding");
 }
 
-
-// A mixed step: a first prefill chunk, a later chunk of a chunked prefill, and decodes at
-// lengths below, across and well past one key chunk of the kernel (512).
-struct AttentionCase {
-  int64_t num_heads, num_kv_heads, head_dim, block_size, sliding_window;
-};
-
-void check_paged_attention(const AttentionCase& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  struct Seq {
-    int32_t start, n;
-  };
-  const std::vector<Seq> seqs = {{0, 37}, {40, 20}, {100, 1}, {700, 1}, {1500, 1}, {5, 1}};
-  int64_t total_blocks = 1;  // block 0 stays the null block
-  for (const Seq& s : seqs) total_blocks += (s.start + s.n + c.block_size - 1) / c.block_size;
-  std::vector<int32_t> pool(total_blocks - 1);
-  for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int32_t>(i + 1);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  ForwardBatch batch;
-  size_t next = 0;
-  std::vector<int32_t> token_seq;
-  for (size_t si = 0; si < seqs.size(); ++si) {
-    const Seq& s = seqs[si];
-    std::vector<int32_t> table;
-    for (int64_t b = 0; b < (s.start + s.n + c.block_size - 1) / c.block_size; ++b) table.push_back(pool[next++]);
-    std::vector<int32_t> tokens(s.n, 1);
-    batch.add_sequence(tokens.data(), s.n, s.start, table, c.block_size, true);
-    for (int32_t k = 0; k < s.n; ++k) token_seq.push_back(static_cast<int32_t>(si));
-  }
-  const int64_t T = batch.num_tokens(), kv_dim = c.num_kv_heads * c.head_dim;
-  // Old keys/values everywhere, then this step's written over their slots.
-  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
-  Bf16Data q(T * c.num_heads * c.head_dim, rng), k(T * kv_dim, rng), v(T * kv_dim, rng);
-  cpu::AttentionShape cs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
-                         1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.sliding_window};
-  std::vector<float> kcache = kc.f, vcache = vc.f, want(T * c.num_heads * c.head_dim);
-  cpu::write_kv_cache(k.f.data(), v.f.data(), batch, kv_dim, kcache.data(), vcache.data());
-  cpu::paged_attention(q.f.data(), kcache.data(), vcache.data(), batch, cs, want.data());
-
-  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dk(k.h), dv(v.h), dout(want.size());
-  DeviceBuffer<int32_t> dpos(batch.positions), dseq(token_seq), dindptr(batch.block_table_indptr),
-      dids(batch.block_table_ids);
-  DeviceBuffer<int64_t> dslots(batch.slot_mapping);
-  cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
-  cuda::AttentionShape gs{cs.num_heads, cs.num_kv_heads, cs.head_dim, cs.block_size, cs.scale, cs.sliding_window};
-  cuda::write_kv_cache(dk.p, dv.p, meta, kv_dim, dkc.p, dvc.p, nullptr);
-  cuda::paged_attention(dq.p, dkc.p, dvc.p, meta, gs, dout.p, nullptr);
-  CUDA_OK(cudaDeviceSynchronize());
-  std::vector<float> kcache_gpu(kcache.size());
-  const auto kc_back = dkc.download();
-  for (size_t i = 0; i < kc_back.size(); ++i) kcache_gpu[i] = __bfloat162float(kc_back[i]);
-  EXPECT_EQ(kcache_gpu, kcache) << "write_kv_cache";
-  expect_close(dout.download(), want, kRel, 2e-3f,
-               "paged_attention heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) +
-                   " head_dim " + std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) +
-                   " window " + std::to_string(c.sliding_window));
-}
-
 TEST(CudaOps, GemmMatchesAFp32Reference) {
   REQUIRE_DEVICE();
   std::mt19937 rng(20);
@@ -302,20 +187,6 @@ TEST(CudaOps, GreedySampleAndLogSoftmaxMatchCpu) {
     EXPECT_EQ(next[1], 7);
     EXPECT_EQ(next[2], vocab - 1);
   }
-}
-
-TEST(CudaOps, PagedAttentionMatchesCpuOverMixedBatches) {
-  REQUIRE_DEVICE();
-  uint32_t seed = 10;
-  for (int64_t head_dim : {64, 128}) {
-    for (int64_t ratio : {1, 4, 8}) {
-      for (int64_t block_size : {16, 32}) {
-        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, seed++);
-      }
-    }
-  }
-  check_paged_attention({32, 8, 128, 16, 256}, seed++);  // sliding window
-  check_paged_attention({9, 3, 64, 16, 0}, seed++);      // SmolLM2's heads
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ std::string stories_gguf() { return testing::test_data() + "/stories260K/stories
 
 EngineArgs quiet(const std::string& model) {
   EngineArgs a;
+  a.device = "cpu";  // the CPU engine's behaviour; the CUDA engine has its own tests
   a.model = model;
   a.disable_progress_bar = true;
   a.disable_log_stats = true;

@@ -30,6 +30,7 @@ std::vector<PromptInput> random_prompts(int count, int vocab, int min_len, int m
 
 EngineArgs quiet(const std::string& model) {
   EngineArgs a;
+  a.device = "cpu";  // the CPU engine's behaviour; the CUDA engine has its own tests
   a.model = model;
   a.disable_progress_bar = true;
   a.disable_log_stats = true;

@@ -131,7 +131,7 @@ def load_model(args):
                                  + (", llama q/k un-permuted" if arch == "llama" else "")})
     else:
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            args.model, dtype=torch.float32, attn_implementation="eager")
+            args.model, dtype=getattr(torch, args.dtype), attn_implementation="eager")
         source.update({"format": "safetensors", "dir": rel(args.model),
                        "loader": "transformers from_pretrained"})
     model.eval()
@@ -153,10 +153,10 @@ def rel(p):
     return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
 
 
-def greedy(model, prompt_ids, max_tokens, top_k):
+def greedy(model, prompt_ids, max_tokens, top_k, device="cpu"):
     import torch
     with torch.no_grad():
-        ids = torch.tensor([prompt_ids], dtype=torch.long)
+        ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
         out = model(input_ids=ids, use_cache=True)
         past = out.past_key_values
         logits = out.logits[0, -1].float()
@@ -174,11 +174,11 @@ def greedy(model, prompt_ids, max_tokens, top_k):
             lps.append({str(int(i)): round(float(v), 6) for i, v in zip(top.indices[:top_k], top.values[:top_k])})
             if step + 1 == max_tokens:
                 break
-            out = model(input_ids=torch.tensor([[tid]]), past_key_values=past, use_cache=True)
+            out = model(input_ids=torch.tensor([[tid]], device=device), past_key_values=past, use_cache=True)
             past = out.past_key_values
             logits = out.logits[0, -1].float()
         # Cross-check: one full forward over prompt + generated tokens (no cache).
-        full = torch.tensor([prompt_ids + gen[:-1]], dtype=torch.long)
+        full = torch.tensor([prompt_ids + gen[:-1]], dtype=torch.long, device=device)
         fl = model(input_ids=full, use_cache=False).logits[0].float()
         n = len(prompt_ids)
         diff = max(float((fl[n - 1 + i] - inc_logits[i]).abs().max()) for i in range(len(gen)))
@@ -200,20 +200,25 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="torch device: cpu or cuda (large models)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                    help="weights and activations (bfloat16 for the Llama-8B shape on the GPU machine)")
+    ap.add_argument("--random-vocab", type=int, default=TINY_TOKENIZER_SIZE,
+                    help="--random-prompts draw ids in [3, this)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
     import torch
     import transformers
-    import gguf
     torch.set_num_threads(args.threads)
     model, source = load_model(args)
+    model.to(args.device)
 
     cases_in = []
     if args.random_prompts:
-        for p in tiny_prompts(args.prompt_seed):
+        for p in tiny_prompts(args.prompt_seed, hi=args.random_vocab):
             cases_in.append({"prompt_token_ids": p})
-        source["prompts"] = (f"numpy default_rng({args.prompt_seed}).integers(3, 512, size=n) for n in "
+        source["prompts"] = (f"numpy default_rng({args.prompt_seed}).integers(3, {args.random_vocab}, size=n) for n in "
                              f"{TINY_PROMPT_LENGTHS} (tools/reference/hf_greedy_reference.py tiny_prompts)")
     elif args.prompts_json:
         with open(args.prompts_json) as f:
@@ -243,7 +248,8 @@ def main():
     cases = []
     all_margins, max_diff = [], 0.0
     for c in cases_in:
-        gen, lps, tok_lps, margins, diff = greedy(model, c["prompt_token_ids"], args.max_tokens, args.top_k)
+        gen, lps, tok_lps, margins, diff = greedy(model, c["prompt_token_ids"], args.max_tokens, args.top_k,
+                                                  args.device)
         # sanity: the chosen token's logprob is the max of the top-K and is its first entry
         for step, (t, d, tl) in enumerate(zip(gen, lps, tok_lps)):
             best = max(d.values())
@@ -269,9 +275,10 @@ def main():
         "generated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,
-        "gguf_version": getattr(gguf, "__version__", None) or _pkg_version("gguf"),
+        "gguf_version": _pkg_version("gguf"),
         "numpy_version": np.__version__,
-        "dtype": "float32",
+        "dtype": args.dtype,
+        "device": args.device,
         "attn_implementation": "eager",
         "decoding": "greedy argmax of raw logits, KV cache, never stops at EOS; logprobs = log_softmax(raw logits)",
         "max_tokens": args.max_tokens,

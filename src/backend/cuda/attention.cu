@@ -1,20 +1,327 @@
-// Paged attention over the block tables, for prefill, chunked prefill and decode alike.
-// One thread block per (query token, head), keys in chunks with an online softmax:
-//   m_new = max(m, max_j s_j);  l = l * e^(m - m_new) + sum_j e^(s_j - m_new)
-//   acc   = acc * e^(m - m_new) + sum_j e^(s_j - m_new) v_j;  out = acc / l
-// with s_j = scale * q . k_j over the key positions the token may see. Correctness first:
-// split-KV decode and GQA-grouped reads (each KV block read once per group) come next.
-#include <cfloat>
+// Paged attention for prefill chunks, chunked-prefill continuations and decodes in one batch,
+// on tensor cores (mma.sync bf16 -> fp32; sm_80 and later, tuned for the H200).
+//
+// Token t at position pos sees keys [first, pos] of its sequence (first = pos - window + 1
+// under a sliding window, else 0; this step's K/V are already in the cache). Per query head,
+// in base 2 with x_j = scale * log2(e) * q . k_j, keys taken in steps with an online softmax:
+//   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
+//   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
+// and out = acc / l. Split s of num_splits covers keys [first + s*len, first + (s+1)*len),
+// len = ceil(visible / num_splits) rounded up to a step; its (acc, m, l) go to a workspace
+// and attention_reduce (attention_reduce.cu) merges them:  M = max_s m_s,
+//   out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
+//
+// Grid (token, KV head x head chunk, split), 4 warps per CTA. A CTA holds up to R (8 or 16) query
+// heads of one GQA group (all of it when G <= 8, or <= 16 for head_dim <= 128) as the 16 rows
+// of the mma's A operand, so each K/V row is read once per group. Each warp takes every 4th
+// step of 2048 / head_dim keys (8 KB of K and V, 16-byte loads straight into registers) and
+// keeps its own (m, l, acc); the warps merge through shared memory at the end.
+//   S tile = Q [16 heads x 16 dims] . K^T [16 dims x 8 keys]: lane (g = lane/4, c = lane%4)
+//     loads K row (key g) at dims 32u + 8c .. +8, which is the B fragment of two k16 chunks
+//     when the dims are renumbered (the same renumbering for Q, so the dot products hold).
+//   O^T += V^T [16 dims x 16 keys] . P^T [16 keys x 8 heads]: P^T's B fragment is the score
+//     tile's C fragment as it stands, as a bf16 pair plus the bf16 pair of its rounding
+//     error (two mmas: P to 2^-17, not bf16's 2^-9); lane (g, c) loads V rows of keys 2c,
+//     2c+1, 2c+8, 2c+9 at dims 64w + 8g .. +8 and pairs two keys' values with prmt, so dim
+//     tile 4w + q holds dims 64w + 8g + 2q (row g) and + 1 (row g + 8). No head rows idle.
+// With head_dim 256 a step is 8 keys and O^T uses the k8 mma.
+#include <cuda_bf16.h>
 
-#include "backend/cuda/ops.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/attention_internal.h"
+#include "common/check.h"
 
 namespace tessera::cuda {
+namespace detail {
+// attention_reduce.cu: merges the num_splits partials of each (token, head) row into out.
+void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows, int num_splits,
+                      int64_t head_dim, bf16* out, cudaStream_t stream);
+}  // namespace detail
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kChunk = 512;      // keys scored per round
-constexpr int kMaxHeadDim = 256;
-constexpr int kDimsPerThread = kMaxHeadDim / kThreads;
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct Params {
+  const bf16* q;
+  const bf16* k_cache;
+  const bf16* v_cache;
+  const int32_t* positions;
+  const int32_t* token_seq;
+  const int32_t* indptr;
+  const int32_t* block_ids;
+  int num_heads, num_kv_heads, group, head_chunks;
+  int block_size, block_shift;  // block_shift: log2(block_size), or -1 when not a power of two
+  int sliding_window;
+  int num_splits;
+  float scale_log2;  // scale * log2(e)
+  bf16* out;         // num_splits == 1
+  float* part_acc;   // [num_tokens, num_heads, num_splits, head_dim], num_splits > 1
+  float* part_m;     // [num_tokens, num_heads, num_splits]
+  float* part_l;     // [num_tokens, num_heads, num_splits]
+};
+
+__device__ __forceinline__ void mma_k16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                        uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
+
+__device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Bytes {a.lo, b.lo} (sel 0x5410) or {a.hi, b.hi} (sel 0x7632) as one bf16 pair.
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+
+// (lo, hi) as two bf16 pairs, big + small, that sum to it within 2^-17 relative (one bf16
+// pair alone would round p by up to 2^-9; the second mma costs little next to the loads).
+struct Bf16Split {
+  uint32_t big, small;
+};
+__device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
+  const __nv_bfloat162 big = __floats2bfloat162_rn(lo, hi);
+  const __nv_bfloat162 small = __floats2bfloat162_rn(lo - __low2float(big), hi - __high2float(big));
+  return {*reinterpret_cast<const uint32_t*>(&big), *reinterpret_cast<const uint32_t*>(&small)};
+}
+
+// 16 bytes at p, or zeros past the key range (a V row there may hold NaN, and 0 * NaN = NaN).
+__device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[4]) {
+  const uint4 v = valid ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+  r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+
+// head_dim; query-head rows per CTA (8, or 16 for groups of 9..16). Registers capped for
+// 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256.
+template <int D, int R>
+__global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attention_kernel(const Params p) {
+  constexpr int NT = 256 / D;   // 8-key tiles per warp step
+  constexpr int KSTEP = 8 * NT;  // keys per warp step
+  constexpr int NU = D / 32;     // 16-byte pieces of a K row per lane
+  constexpr int NV = D / 64;     // 16-byte pieces of a V row per lane
+  constexpr int NM = D / 16;     // 16-dim tiles of O^T
+  constexpr int NH = R / 8;      // 8-head tiles of O^T
+  constexpr int QP = D + 32;     // padded q row (bf16): conflict-free 16-byte reads
+  constexpr int OP = D + 2;      // padded o row (fp32): at most 2-way conflicts on 8-byte writes
+  static_assert(D == 64 || D == 128 || D == 256, "head_dim");
+  static_assert(R == 8 || (R == 16 && D <= 128), "rows");
+  __shared__ __align__(16) bf16 q_s[R][QP];
+  __shared__ __align__(16) float o_s[kWarps][R][OP];
+  __shared__ float m_s[kWarps][R], l_s[kWarps][R];
+
+  const int t = blockIdx.x, split = blockIdx.z;
+  const int kvh = blockIdx.y / p.head_chunks;
+  const int h0 = kvh * p.group + static_cast<int>(blockIdx.y % p.head_chunks) * R;
+  const int nh = min(R, (kvh + 1) * p.group - h0);
+  const int64_t row0 = int64_t{t} * p.num_heads + h0;  // (t, h0) row of q and out
+  const int pos = p.positions[t];
+  const int first = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
+  const int len = ((pos + 1 - first + p.num_splits - 1) / p.num_splits + KSTEP - 1) / KSTEP * KSTEP;
+  const int kbegin = first + split * len, kend = min(pos + 1, kbegin + len);
+  if (kbegin >= kend) {  // an empty split (num_splits > 1 only): no weight in the merge
+    for (int r = threadIdx.x; r < nh; r += kThreads) {
+      p.part_m[(row0 + r) * p.num_splits + split] = -INFINITY;
+      p.part_l[(row0 + r) * p.num_splits + split] = 0.0f;
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
+    const int r = i / (D / 8), c = i % (D / 8);
+    uint32_t v[4];
+    load16(r < nh, p.q + (row0 + r) * D + 8 * c, v);
+    *reinterpret_cast<uint4*>(&q_s[r][8 * c]) = make_uint4(v[0], v[1], v[2], v[3]);
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int32_t* blocks = p.block_ids + p.indptr[p.token_seq[t]];
+  const int64_t row_stride = int64_t{p.num_kv_heads} * D;
+  const bf16* kbase = p.k_cache + kvh * D + 8 * c;
+  const bf16* vbase = p.v_cache + kvh * D + 8 * g;
+  auto slot_of = [&](int key) -> int64_t {  // -1 past the range
+    if (key >= kend) return -1;
+    const int b = p.block_shift >= 0 ? key >> p.block_shift : key / p.block_size;
+    return int64_t{__ldg(blocks + b)} * p.block_size + (key - b * p.block_size);
+  };
+  // This lane's K rows (key 8i + g of the step) and V rows (key 8(r/2) + 2c + r%2).
+  int64_t kslot[NT], vslot[2 * NT];
+  auto find_slots = [&](int key0) {
+#pragma unroll
+    for (int i = 0; i < NT; ++i) kslot[i] = slot_of(key0 + 8 * i + g);
+#pragma unroll
+    for (int r = 0; r < 2 * NT; ++r) vslot[r] = slot_of(key0 + 8 * (r / 2) + 2 * c + r % 2);
+  };
+
+  float acc[NM][NH][4] = {};  // O^T tiles: dims (g, g + 8 of tile mt) x heads 8nt + 2c, 8nt + 2c + 1
+  float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;  // heads g and g + 8
+  int key0 = kbegin + warp * KSTEP;
+  find_slots(key0);
+  for (; key0 < kend; key0 += kWarps * KSTEP) {
+    uint32_t kr[NT][NU][4], vr[2 * NT][NV][4];
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int u = 0; u < NU; ++u) load16(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, kr[i][u]);
+    }
+#pragma unroll
+    for (int r = 0; r < 2 * NT; ++r) {
+#pragma unroll
+      for (int w = 0; w < NV; ++w) load16(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, vr[r][w]);
+    }
+    find_slots(key0 + kWarps * KSTEP);  // the next step's block ids load meanwhile
+
+    float s[NT][4] = {}, s2[NT][4] = {};  // heads g, g + 8 x keys 8i + 2c, 8i + 2c + 1 (two mma chains)
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int u = 0; u < NU; ++u) {
+        const uint4 qa = *reinterpret_cast<const uint4*>(&q_s[g][32 * u + 8 * c]);
+        uint4 qb = make_uint4(0, 0, 0, 0);
+        if constexpr (R == 16) qb = *reinterpret_cast<const uint4*>(&q_s[g + 8][32 * u + 8 * c]);
+        mma_k16(s[i], qa.x, qb.x, qa.y, qb.y, kr[i][u][0], kr[i][u][1]);
+        mma_k16(s2[i], qa.z, qb.z, qa.w, qb.w, kr[i][u][2], kr[i][u][3]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[i][e] += s2[i][e];
+    }
+    float mx_lo = -INFINITY, mx_hi = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const bool valid = key0 + 8 * i + 2 * c + e < kend;
+        s[i][e] = valid ? s[i][e] * p.scale_log2 : -INFINITY;
+        s[i][2 + e] = valid ? s[i][2 + e] * p.scale_log2 : -INFINITY;
+        mx_lo = fmaxf(mx_lo, s[i][e]);
+        mx_hi = fmaxf(mx_hi, s[i][2 + e]);
+      }
+    }
+    // The step's first key is valid, so the new maxima are finite.
+    mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 1));
+    mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 2));
+    const float mn_lo = fmaxf(m_lo, mx_lo), a_lo = exp2_approx(m_lo - mn_lo);
+    m_lo = mn_lo;
+    float mn_hi = 0.0f, a_hi = 1.0f;
+    if constexpr (R == 16) {
+      mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 1));
+      mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 2));
+      mn_hi = fmaxf(m_hi, mx_hi), a_hi = exp2_approx(m_hi - mn_hi);
+      m_hi = mn_hi;
+    }
+    Bf16Split pb[NT][NH];  // P^T as bf16 pairs (keys 8i + 2c, +1) of heads g (nt 0) and g + 8 (nt 1)
+    float sum_lo = 0.0f, sum_hi = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+      const float p0 = exp2_approx(s[i][0] - mn_lo), p1 = exp2_approx(s[i][1] - mn_lo);
+      pb[i][0] = split_bf16(p0, p1);
+      sum_lo += p0 + p1;
+      if constexpr (R == 16) {
+        const float p2 = exp2_approx(s[i][2] - mn_hi), p3 = exp2_approx(s[i][3] - mn_hi);
+        pb[i][1] = split_bf16(p2, p3);
+        sum_hi += p2 + p3;
+      }
+    }
+    l_lo = l_lo * a_lo + sum_lo;
+    l_hi = l_hi * a_hi + sum_hi;
+    // acc columns are heads 2c, 2c + 1 (+ 8 nt): their rescale factors live in lanes 8c, 8c + 4.
+    float a_col[NH][2];
+    a_col[0][0] = __shfl_sync(0xffffffffu, a_lo, 8 * c), a_col[0][1] = __shfl_sync(0xffffffffu, a_lo, 8 * c + 4);
+    if constexpr (R == 16) {
+      a_col[1][0] = __shfl_sync(0xffffffffu, a_hi, 8 * c), a_col[1][1] = __shfl_sync(0xffffffffu, a_hi, 8 * c + 4);
+    }
+#pragma unroll
+    for (int mt = 0; mt < NM; ++mt) {  // dims 64w + 8g + 2q (row g) and + 1 (row g + 8)
+      const int w = mt / 4, q = mt % 4;
+#pragma unroll
+      for (int nt = 0; nt < NH; ++nt) {
+        acc[mt][nt][0] *= a_col[nt][0], acc[mt][nt][1] *= a_col[nt][1];
+        acc[mt][nt][2] *= a_col[nt][0], acc[mt][nt][3] *= a_col[nt][1];
+      }
+      if constexpr (NT == 1) {
+        const uint32_t a0 = prmt(vr[0][w][q], vr[1][w][q], 0x5410), a1 = prmt(vr[0][w][q], vr[1][w][q], 0x7632);
+#pragma unroll
+        for (int nt = 0; nt < NH; ++nt) {
+          mma_k8(acc[mt][nt], a0, a1, pb[0][nt].big);
+          mma_k8(acc[mt][nt], a0, a1, pb[0][nt].small);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < NT / 2; ++k) {  // keys 16k .. 16k + 15
+          const uint32_t a0 = prmt(vr[4 * k][w][q], vr[4 * k + 1][w][q], 0x5410);
+          const uint32_t a1 = prmt(vr[4 * k][w][q], vr[4 * k + 1][w][q], 0x7632);
+          const uint32_t a2 = prmt(vr[4 * k + 2][w][q], vr[4 * k + 3][w][q], 0x5410);
+          const uint32_t a3 = prmt(vr[4 * k + 2][w][q], vr[4 * k + 3][w][q], 0x7632);
+#pragma unroll
+          for (int nt = 0; nt < NH; ++nt) {
+            mma_k16(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].big, pb[2 * k + 1][nt].big);
+            mma_k16(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].small, pb[2 * k + 1][nt].small);
+          }
+        }
+      }
+    }
+  }
+
+  // Merge the warps: each scales its acc to the CTA's maximum, then the sums go through smem.
+  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
+  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
+  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 1);
+  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
+  if (c == 0) {
+    m_s[warp][g] = m_lo, l_s[warp][g] = l_lo;
+    if constexpr (R == 16) m_s[warp][g + 8] = m_hi, l_s[warp][g + 8] = l_hi;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int nt = 0; nt < NH; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int h = 8 * nt + 2 * c + e;
+      float cta_max = -INFINITY;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) cta_max = fmaxf(cta_max, m_s[w][h]);
+      const float f = exp2_approx(m_s[warp][h] - cta_max);  // 0 for a warp without keys
+#pragma unroll
+      for (int mt = 0; mt < NM; ++mt) {
+        const int d = 64 * (mt / 4) + 8 * g + 2 * (mt % 4);
+        *reinterpret_cast<float2*>(&o_s[warp][h][d]) = make_float2(acc[mt][nt][e] * f, acc[mt][nt][2 + e] * f);
+      }
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < nh * D; i += kThreads) {
+    const int r = i / D, d = i % D;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, m_s[w][r]);
+    float l = 0.0f, o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) l += l_s[w][r] * exp2_approx(m_s[w][r] - m), o += o_s[w][r][d];
+    if (p.num_splits == 1) {
+      p.out[(row0 + r) * D + d] = __float2bfloat16(o / l);
+    } else {
+      const int64_t part = (row0 + r) * p.num_splits + split;
+      p.part_acc[part * D + d] = o;
+      if (d == 0) p.part_m[part] = m, p.part_l[part] = l;
+    }
+  }
+}
 
 __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v,
                                       const int64_t* __restrict__ slot_mapping, int64_t kv_dim, bf16* k_cache,
@@ -27,82 +334,9 @@ __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __
   }
 }
 
-// Reduces v over the block with op (max or sum); every thread gets the result.
-template <bool kMax>
-__device__ float block_reduce(float v, float* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float o = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = kMax ? fmaxf(v, o) : v + o;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int w = 1; w < kThreads / 32; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
-  __syncthreads();
-  return r;
-}
-
-__global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
-                                       const bf16* __restrict__ v_cache, AttentionMetadata meta,
-                                       AttentionShape shape, bf16* __restrict__ out) {
-  __shared__ float q_s[kMaxHeadDim];
-  __shared__ float p_s[kChunk];
-  __shared__ int64_t slot_s[kChunk];
-  __shared__ float scratch[kThreads / 32];
-
-  const int64_t t = blockIdx.x, h = blockIdx.y;
-  const int64_t hd = shape.head_dim;
-  const int64_t kv_head = h / (shape.num_heads / shape.num_kv_heads);
-  const int64_t kv_dim = shape.num_kv_heads * hd;
-  const int64_t pos = meta.positions[t];
-  const int64_t seq = meta.token_seq[t];
-  const int32_t* blocks = meta.block_table_ids + meta.block_table_indptr[seq];
-  const int64_t first = shape.sliding_window > 0 ? max(int64_t{0}, pos - shape.sliding_window + 1) : 0;
-
-  for (int64_t d = threadIdx.x; d < hd; d += kThreads) {
-    q_s[d] = __bfloat162float(q[(t * shape.num_heads + h) * hd + d]) * shape.scale;
-  }
-  __syncthreads();
-
-  float acc[kDimsPerThread] = {};
-  float m = -FLT_MAX, l = 0.0f;
-  for (int64_t start = first; start <= pos; start += kChunk) {
-    const int n = static_cast<int>(min(static_cast<int64_t>(kChunk), pos + 1 - start));
-    float local_max = -FLT_MAX;
-    for (int j = threadIdx.x; j < n; j += kThreads) {
-      const int64_t key = start + j;
-      const int64_t slot = int64_t{blocks[key / shape.block_size]} * shape.block_size + key % shape.block_size;
-      slot_s[j] = slot;
-      const bf16* kr = k_cache + slot * kv_dim + kv_head * hd;
-      float s = 0.0f;
-      for (int64_t d = 0; d < hd; ++d) s += q_s[d] * __bfloat162float(kr[d]);
-      p_s[j] = s;
-      local_max = fmaxf(local_max, s);
-    }
-    const float m_new = fmaxf(m, block_reduce<true>(local_max, scratch));
-    const float rescale = __expf(m - m_new);
-    float local_sum = 0.0f;
-    for (int j = threadIdx.x; j < n; j += kThreads) {
-      const float e = __expf(p_s[j] - m_new);
-      p_s[j] = e;
-      local_sum += e;
-    }
-    l = l * rescale + block_reduce<false>(local_sum, scratch);  // its barrier publishes p_s
-    for (int i = 0; i < kDimsPerThread; ++i) {
-      const int64_t d = threadIdx.x + i * kThreads;
-      if (d >= hd) break;
-      float a = acc[i] * rescale;
-      for (int j = 0; j < n; ++j) a += p_s[j] * __bfloat162float(v_cache[slot_s[j] * kv_dim + kv_head * hd + d]);
-      acc[i] = a;
-    }
-    m = m_new;
-    __syncthreads();  // p_s and slot_s are rewritten next round
-  }
-  for (int i = 0; i < kDimsPerThread; ++i) {
-    const int64_t d = threadIdx.x + i * kThreads;
-    if (d < hd) out[(t * shape.num_heads + h) * hd + d] = __float2bfloat16(acc[i] / l);
-  }
+template <int D, int R>
+void launch(const Params& p, dim3 grid, cudaStream_t stream) {
+  attention_kernel<D, R><<<grid, kThreads, 0, stream>>>(p);
 }
 
 }  // namespace
@@ -115,10 +349,53 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 }
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, bf16* out, cudaStream_t stream) {
-  if (meta.num_tokens == 0) return;
-  const dim3 grid(static_cast<unsigned>(meta.num_tokens), static_cast<unsigned>(shape.num_heads));
-  paged_attention_kernel<<<grid, kThreads, 0, stream>>>(q, k_cache, v_cache, meta, shape, out);
+                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
+  const int64_t n = meta.num_tokens, d = shape.head_dim;
+  if (n == 0) return;
+  TESSERA_CHECK_MSG(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0,
+                    "num_heads must be a multiple of num_kv_heads");
+  if (d != 64 && d != 128 && d != 256) {
+    TESSERA_CHECK_MSG(d % 2 == 0 && d <= 256, "paged_attention supports even head_dim up to 256");
+    paged_attention_any_head_dim(q, k_cache, v_cache, meta, shape, out, stream);
+    return;
+  }
+  TESSERA_CHECK_MSG(num_splits >= 1 && num_splits <= 65535, "num_splits out of range");
+  TESSERA_CHECK_MSG(num_splits == 1 || workspace != nullptr, "num_splits > 1 needs attention_workspace_bytes");
+  TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
+  Params p{};
+  p.q = q, p.k_cache = k_cache, p.v_cache = v_cache;
+  p.positions = meta.positions, p.token_seq = meta.token_seq;
+  p.indptr = meta.block_table_indptr, p.block_ids = meta.block_table_ids;
+  p.num_heads = static_cast<int>(shape.num_heads), p.num_kv_heads = static_cast<int>(shape.num_kv_heads);
+  p.group = p.num_heads / p.num_kv_heads;
+  const int rows = p.group > 8 && d <= 128 ? 16 : 8;
+  p.head_chunks = (p.group + rows - 1) / rows;
+  p.block_size = static_cast<int>(shape.block_size);
+  p.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(static_cast<unsigned>(p.block_size)) : -1;
+  p.sliding_window = static_cast<int>(std::min<int64_t>(shape.sliding_window, INT32_MAX));
+  p.num_splits = num_splits;
+  p.scale_log2 = shape.scale * kLog2e;
+  p.out = out;
+  const int64_t parts = n * shape.num_heads * num_splits;
+  if (num_splits > 1) {
+    p.part_acc = static_cast<float*>(workspace);
+    p.part_m = p.part_acc + parts * d;
+    p.part_l = p.part_m + parts;
+  }
+  const int64_t heads_y = shape.num_kv_heads * p.head_chunks;
+  TESSERA_CHECK(heads_y <= 65535);
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads_y), static_cast<unsigned>(num_splits));
+  if (d == 64) {
+    rows == 16 ? launch<64, 16>(p, grid, stream) : launch<64, 8>(p, grid, stream);
+  } else if (d == 128) {
+    rows == 16 ? launch<128, 16>(p, grid, stream) : launch<128, 8>(p, grid, stream);
+  } else {
+    launch<256, 8>(p, grid, stream);
+  }
+  if (num_splits > 1) {
+    const int64_t rows_out = n * shape.num_heads;
+    detail::attention_reduce(p.part_acc, p.part_m, p.part_l, rows_out, num_splits, d, out, stream);
+  }
 }
 
 }  // namespace tessera::cuda

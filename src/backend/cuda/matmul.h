@@ -6,13 +6,16 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "backend/cuda/ops.h"
 
 namespace tessera::cuda {
 
-// One cuBLASLt handle and its workspace, per device and stream user.
+// One cuBLASLt handle and its workspace, per device and stream user. The descriptors and
+// the heuristic's algorithm are cached per shape, so a repeated GEMM costs one call.
 class Gemm {
  public:
   Gemm();
@@ -20,13 +23,27 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  // Empty when queued, else what cuBLASLt refused.
+  // Empty when queued, else what cuBLASLt refused. out is bf16 [n, m].
   std::string matmul(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out, cudaStream_t stream);
+  // The same with fp32 output (logits).
+  std::string matmul_f32(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
+                         cudaStream_t stream);
 
  private:
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    std::string error;  // non-empty: no algorithm for this shape
+  };
+  const Plan& plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type);
+  std::string run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out, cudaDataType_t out_type,
+                  cudaStream_t stream);
+
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan> plans_;
 };
 
 }  // namespace tessera::cuda

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "config/rope_layout.h"
@@ -49,7 +50,7 @@ struct AttentionMetadata {
 struct AttentionShape {
   int64_t num_heads;
   int64_t num_kv_heads;
-  int64_t head_dim;  // at most 256
+  int64_t head_dim;  // even, at most 256; 64, 128 and 256 take the tensor-core kernel
   int64_t block_size;
   float scale;                 // usually 1 / sqrt(head_dim)
   int64_t sliding_window = 0;  // 0: none; else key positions > pos - window
@@ -61,10 +62,38 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
                     bf16* v_cache, cudaStream_t stream);
 
 // Causal attention of each query token over its sequence's cached keys and values (this
-// step's K/V already written): q, out [num_tokens, num_heads, head_dim]. Prefill chunks and
-// decodes mix freely; query head h reads KV head h / (num_heads / num_kv_heads).
+// step's K/V already written): q, out [num_tokens, num_heads, head_dim]; caches
+// [num_blocks, block_size, num_kv_heads, head_dim]. Prefill chunks, chunked-prefill
+// continuations and decodes mix freely; query head h reads KV head h / (num_heads /
+// num_kv_heads). Token t sees key positions [first, positions[t]], first = positions[t] -
+// sliding_window + 1 (at least 0) under a window, else 0.
+//
+// Split-KV on tensor cores: grid (num_tokens, num_kv_heads x ceil(G / 8 or 16), num_splits),
+// one CTA per token, KV head (all its G query heads at once) and key range; split s covers
+// keys [first + s*len, first + (s+1)*len), len = ceil(visible / num_splits) rounded up to
+// 2048 / head_dim, computed on the device, so a CUDA graph captured at a fixed num_tokens and
+// num_splits stays valid as contexts grow. num_splits == 1 writes out directly; else the
+// partials go to workspace and a second kernel merges them. No host sync, no allocation.
+//   head_dim: 64, 128 or 256 (aborts otherwise); any G = num_heads / num_kv_heads.
+//   block_size: any (a power of two is faster); q, out, caches and workspace 16-byte aligned.
+
+// Splits per query token that keep the GPU busy for num_tokens tokens (at least 4 CTAs per
+// SM: 1 token x 8 KV heads on 132 SMs -> 66, 8 -> 9, 64 -> 2, 66+ -> 1; a function of the
+// batch only, not of the context lengths, so CUDA graphs stay valid): num_sms from
+// cudaDeviceProp::multiProcessorCount; never more than ceil(max_context / 256), max_context
+// an upper bound on any context (e.g. max_model_len).
+int attention_num_splits(int64_t num_tokens, int64_t num_kv_heads, int num_sms, int64_t max_context);
+
+// Bytes of workspace paged_attention needs at this many tokens and splits (0 when
+// num_splits == 1): fp32 acc [num_tokens, num_heads, num_splits, head_dim], then m and l
+// [num_tokens, num_heads, num_splits]. Grows with each argument.
+size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int num_splits);
+
+// num_splits >= 1 (attention_num_splits, or any value: results agree up to rounding);
+// workspace: attention_workspace_bytes(num_tokens, num_heads, head_dim, num_splits) bytes,
+// unused (may be null) when num_splits == 1.
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, bf16* out, cudaStream_t stream);
+                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
 
 // Greedy sampling and logprobs, one thread block per row of logits [n, vocab] (fp32):
 // next[r] = argmax (the lowest id among equal maxima, as the CPU sampler), and, when

@@ -35,7 +35,7 @@ __global__ void greedy_sample_kernel(const float* __restrict__ logits, int64_t v
   for (int w = 1; w < kThreads / 32; ++w) {
     if (best_v[w] > max_v || (best_v[w] == max_v && best_i[w] < max_i)) max_v = best_v[w], max_i = best_i[w];
   }
-  if (threadIdx.x == 0) next[blockIdx.x] = max_i;
+  if (threadIdx.x == 0) next[blockIdx.x] = max_i == INT32_MAX ? 0 : max_i;  // all -inf / NaN: 0, as the CPU
   if (logprobs == nullptr) return;
   float s = 0.0f;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) s += expf(row[i] - max_v);

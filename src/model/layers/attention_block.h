@@ -28,6 +28,14 @@ class AttentionBlock {
   void forward(const float* x, const ForwardBatch& batch, KvCache& cache, const float* inv_freq,
                AttentionScratch& s, float* out) const;
 
+  // For backends that copy the weights (CUDA).
+  const Linear& q_proj() const { return q_proj_; }
+  const Linear& k_proj() const { return k_proj_; }
+  const Linear& v_proj() const { return v_proj_; }
+  const Linear& o_proj() const { return o_proj_; }
+  const std::vector<float>& q_norm() const { return q_norm_; }  // [head_dim] or empty
+  const std::vector<float>& k_norm() const { return k_norm_; }  // [head_dim] or empty
+
  private:
   const ModelConfig* config_ = nullptr;
   int64_t layer_ = 0;

@@ -22,13 +22,21 @@ class DecoderModel : public Model {
   const ModelConfig& config() const override { return config_; }
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
 
- private:
-  struct Layer {
+ struct Layer {
     std::vector<float> attn_norm;  // [hidden]
     std::vector<float> ffn_norm;   // [hidden]
     AttentionBlock attention;
     GatedMlp mlp;
   };
+
+  // The validated weights, for backends that copy them (CUDA).
+  const TensorView& embedding() const { return embedding_; }
+  const Linear& lm_head() const { return lm_head_; }
+  const std::vector<float>& final_norm() const { return final_norm_; }
+  const std::vector<float>& inv_freq() const { return inv_freq_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+
+ private:
 
   ModelConfig config_;
   std::shared_ptr<const WeightStore> store_;  // owns the mmapped weights the views point into

@@ -36,6 +36,7 @@ class Linear {
   int64_t out_features() const { return weight_.rows(); }
   int64_t in_features() const { return weight_.cols(); }
   const TensorView& weight() const { return weight_; }
+  const std::vector<float>& bias() const { return bias_; }  // [out_features] or empty
 
  private:
   void add_bias(int64_t m, float* y) const;

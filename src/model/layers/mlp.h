@@ -21,6 +21,10 @@ class GatedMlp {
   // out [n, hidden] = mlp(x [n, hidden])
   void forward(const float* x, int64_t n, MlpScratch& s, float* out) const;
 
+  const Linear& gate() const { return gate_; }
+  const Linear& up() const { return up_; }
+  const Linear& down() const { return down_; }
+
  private:
   Linear gate_, up_, down_;
 };

@@ -1,0 +1,115 @@
+// Fused ops of the device forward pass (see fused_ops.h for the formulas).
+#include <algorithm>
+
+#include "backend/cuda/fused_ops.h"
+
+namespace tessera::cuda {
+namespace {
+
+constexpr int kMaxHeadDim = 256;
+
+// One block per (token, head of q, k and v); one thread per element pair of the head.
+__global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* __restrict__ bias,
+                                      const bf16* __restrict__ q_norm, const bf16* __restrict__ k_norm, float eps,
+                                      const int32_t* __restrict__ positions, const int64_t* __restrict__ slot_mapping,
+                                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
+                                      const float* __restrict__ inv_freq, bool interleaved, bf16* __restrict__ q_out,
+                                      bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+  __shared__ float x[kMaxHeadDim];
+  __shared__ float warp_sums[kMaxHeadDim / 32];
+  const int64_t t = blockIdx.x, h = blockIdx.y;
+  const int64_t heads = num_heads + 2 * num_kv_heads;
+  const bool is_q = h < num_heads, is_v = h >= num_heads + num_kv_heads;
+  const bf16* in = qkv + (t * heads + h) * head_dim;
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float v = __bfloat162float(in[d]);
+    if (bias != nullptr) v += __bfloat162float(bias[h * head_dim + d]);
+    x[d] = v;
+  }
+  __syncthreads();
+  const int64_t kv_dim = num_kv_heads * head_dim;
+  if (is_v) {
+    bf16* dst = v_cache + slot_mapping[t] * kv_dim + (h - num_heads - num_kv_heads) * head_dim;
+    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) dst[d] = __float2bfloat16(x[d]);
+    return;
+  }
+  const bf16* norm = is_q ? q_norm : k_norm;
+  if (norm != nullptr) {
+    float ss = 0.0f;
+    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) ss += x[d] * x[d];
+    for (int offset = 16; offset > 0; offset /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, offset);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w) total += warp_sums[w];
+    const float inv_rms = rsqrtf(total / static_cast<float>(head_dim) + eps);
+    __syncthreads();
+    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+      // Rounded to bf16 as the unfused norm's output would be.
+      x[d] = __bfloat162float(__float2bfloat16(x[d] * inv_rms * __bfloat162float(norm[d])));
+    }
+    __syncthreads();
+  }
+  bf16* dst = is_q ? q_out + (t * num_heads + h) * head_dim
+                   : k_cache + slot_mapping[t] * kv_dim + (h - num_heads) * head_dim;
+  const int64_t half = head_dim / 2;
+  const float pos = static_cast<float>(positions[t]);
+  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    float s, c;
+    sincosf(pos * inv_freq[i], &s, &c);
+    const int64_t ia = interleaved ? 2 * i : i;
+    const int64_t ib = interleaved ? 2 * i + 1 : i + half;
+    // The unfused path rounds the projection (and bias) to bf16 before rotating.
+    const float a = __bfloat162float(__float2bfloat16(x[ia])), b = __bfloat162float(__float2bfloat16(x[ib]));
+    dst[ia] = __float2bfloat16(a * c - b * s);
+    dst[ib] = __float2bfloat16(b * c + a * s);
+  }
+}
+
+__global__ void silu_and_mul_fused_kernel(const bf16* __restrict__ gate_up, int64_t n, int64_t inter,
+                                          bf16* __restrict__ out) {
+  const int64_t count = n * inter;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / inter, j = i % inter;
+    const float g = __bfloat162float(gate_up[t * 2 * inter + j]);
+    const float u = __bfloat162float(gate_up[t * 2 * inter + inter + j]);
+    out[i] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
+  }
+}
+
+__global__ void gather_rows_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ idx, int64_t dim,
+                                   bf16* __restrict__ out) {
+  const bf16* src = x + static_cast<int64_t>(idx[blockIdx.x]) * dim;
+  bf16* dst = out + blockIdx.x * dim;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
+}
+
+}  // namespace
+
+void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const bf16* k_norm, float eps,
+                    const int32_t* positions, const int64_t* slot_mapping, int64_t n, int64_t num_heads,
+                    int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, bf16* q_out,
+                    bf16* k_cache, bf16* v_cache, cudaStream_t stream) {
+  if (n == 0) return;
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(num_heads + 2 * num_kv_heads));
+  const int threads = static_cast<int>(std::min<int64_t>(kMaxHeadDim, std::max<int64_t>(32, (head_dim + 31) / 32 * 32)));
+  qkv_rope_cache_kernel<<<grid, threads, 0, stream>>>(qkv, bias, q_norm, k_norm, eps, positions, slot_mapping,
+                                                      num_heads, num_kv_heads, head_dim, inv_freq,
+                                                      layout == RopeLayout::kInterleaved, q_out, k_cache, v_cache);
+}
+
+void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream) {
+  const int64_t count = n * inter;
+  if (count == 0) return;
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65535);
+  silu_and_mul_fused_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gate_up, n, inter, out);
+}
+
+void gather_rows(const bf16* x, const int32_t* idx, int64_t num_rows, int64_t dim, bf16* out, cudaStream_t stream) {
+  if (num_rows == 0) return;
+  gather_rows_kernel<<<static_cast<unsigned>(num_rows), 256, 0, stream>>>(x, idx, dim, out);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,30 @@
+// Fused CUDA ops of the device forward pass: each equals a sequence of the CPU twins'
+// ops (src/backend/cpu/ops.h) on the same inputs, and saves kernel launches and round trips
+// through memory. Checked against those sequences by tests/cuda.
+#pragma once
+
+#include "backend/cuda/ops.h"
+
+namespace tessera::cuda {
+
+// The attention block's input side after the fused q/k/v projection, per token t:
+//   qkv [n, (num_heads + 2 * num_kv_heads) * head_dim]: q heads, then k heads, then v heads.
+//   x = head row (+ bias [(num_heads + 2 * num_kv_heads) * head_dim], when not null);
+//   q and k heads: x = rms_norm(x) * q_norm / k_norm [head_dim] (when not null, Qwen3);
+//   then RoPE at positions[t] (inv_freq [head_dim / 2]);
+//   q heads -> q_out [n, num_heads, head_dim]; k and v heads -> k_cache / v_cache
+//   [num_blocks, block_size, num_kv_heads, head_dim] at slot_mapping[t].
+// head_dim at most 256.
+void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const bf16* k_norm, float eps,
+                    const int32_t* positions, const int64_t* slot_mapping, int64_t n, int64_t num_heads,
+                    int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, bf16* q_out,
+                    bf16* k_cache, bf16* v_cache, cudaStream_t stream);
+
+// out [n, inter] = silu(gate) * up for gate_up [n, 2 * inter] (gate columns first): the
+// output of the fused gate/up projection.
+void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream);
+
+// out [num_rows, dim] = x [rows of x, dim] at row indices idx [num_rows].
+void gather_rows(const bf16* x, const int32_t* idx, int64_t num_rows, int64_t dim, bf16* out, cudaStream_t stream);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,35 @@
+// Sampling on the GPU, one thread block per row of fp32 logits [n, vocab], each row with its
+// own parameters in device memory: CUDA-graph safe (no host sync, no allocation, grid = n
+// blocks of 1024 threads). The CPU twin with the same semantics and random numbers is
+// src/sample/device_sampling_reference.h; the greedy-only path is greedy_sample (ops.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "sample/sampling_row.h"
+
+namespace tessera::cuda {
+
+// One row's parameters (temperature, top_k, top_p, min_p, seed, offset): see sampling_row.h.
+using SamplingRow = tessera::SamplingRow;
+
+// next[r] = the token drawn from row r of logits [n, vocab] under rows[r] (device memory):
+// greedy when temperature <= 0; else top-k, min-p, then top-p over what is left, and a
+// Gumbel-max draw from the kept tokens with the uniforms of (seed, offset, token id).
+// Equal to device_sample_reference() up to float ulps of expf/logf/log1pf. vocab < 2^31.
+void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRow* rows, int32_t* next,
+                 cudaStream_t stream);
+
+// Largest k top_logprobs fills; further columns get id -1 and logprob -inf.
+constexpr int kMaxTopLogprobs = 32;
+
+// The k best log-softmax entries of each row, best first (ties: lower id first):
+// top_ids / top_logprobs [n, k]; and, when chosen and chosen_logprob are not null,
+// chosen_logprob[r] = log_softmax(row r)[chosen[r]] (-inf for an id outside [0, vocab)).
+// k may be 0 (only the chosen logprobs).
+void top_logprobs(const float* logits, int64_t n, int64_t vocab, int k, const int32_t* chosen, int32_t* top_ids,
+                  float* top_logprobs, float* chosen_logprob, cudaStream_t stream);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,54 @@
+#include "exec/cpu_model_runner.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace tessera {
+
+void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base, std::vector<int32_t>* logits_indices,
+                      LogitsRows* lr) {
+  const int32_t start = s.num_computed_tokens;
+  const int32_t n = s.num_scheduled_tokens;
+  // Prompt logprobs: the token at position p is predicted by the logits at p - 1.
+  if (r.params.prompt_logprobs >= 0) {
+    const int32_t first = start;
+    const int32_t last = std::min(start + n, r.num_prompt_tokens() - 1);  // exclusive
+    if (last > first) {
+      lr->first_prompt_row = static_cast<int32_t>(logits_indices->size());
+      lr->num_prompt_rows = last - first;
+      lr->prompt_position = first + 1;
+      for (int32_t p = first; p < last; ++p) logits_indices->push_back(base + (p - start));
+    }
+  }
+  if (s.samples) {
+    lr->sample_row = static_cast<int32_t>(logits_indices->size());
+    logits_indices->push_back(base + n - 1);
+  }
+}
+
+CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape)
+    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size) {}
+
+void CpuModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+  batch_ = ForwardBatch();
+  rows->assign(out.requests.size(), LogitsRows{});
+  const int64_t block_size = cache_.shape().block_size;
+  std::vector<int32_t> table;
+  for (size_t i = 0; i < out.requests.size(); ++i) {
+    const ScheduledRequest& s = out.requests[i];
+    const Request* r = lookup(s.id);
+    TESSERA_CHECK(r != nullptr);
+    table.assign(s.block_ids.begin(), s.block_ids.end());
+    const int32_t start = s.num_computed_tokens;
+    const int32_t n = s.num_scheduled_tokens;
+    TESSERA_CHECK(start + n <= r->num_tokens());
+    const int32_t base = static_cast<int32_t>(batch_.num_tokens());
+    batch_.add_sequence(r->all_token_ids.data() + start, n, start, table, block_size, /*wants_logits=*/false);
+    plan_logits_rows(*r, s, base, &batch_.logits_indices, &(*rows)[i]);
+  }
+  logits_.resize(batch_.logits_indices.size() * static_cast<size_t>(vocab_size_));
+  if (batch_.num_tokens() > 0) model_.forward(batch_, cache_, logits_.data());
+}
+
+}  // namespace tessera

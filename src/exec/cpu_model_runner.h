@@ -1,0 +1,33 @@
+// CpuModelRunner: the host backend's ModelRunner: one ForwardBatch per step through a
+// Model over a host KV cache; every sampling happens on the host from its logits.
+#pragma once
+
+#include <vector>
+
+#include "exec/forward_batch.h"
+#include "exec/model_runner.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace tessera {
+
+class CpuModelRunner : public ModelRunner {
+ public:
+  CpuModelRunner(Model& model, const KvCacheShape& shape);
+
+  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
+  const float* logits(int32_t row) const override {
+    return logits_.data() + static_cast<size_t>(row) * vocab_size_;
+  }
+  int64_t vocab_size() const override { return vocab_size_; }
+  KvCache& cache() { return cache_; }
+
+ private:
+  Model& model_;
+  KvCache cache_;
+  int64_t vocab_size_;
+  ForwardBatch batch_;
+  std::vector<float> logits_;  // [rows, vocab_size]
+};
+
+}  // namespace tessera

@@ -1,0 +1,76 @@
+#include "exec/cuda/cuda_engine.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "exec/cuda/cuda_model_runner.h"
+
+namespace tessera::cuda {
+
+std::string device_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+  if (n == 0) return "no CUDA device";
+  return "";
+}
+
+Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model, const EngineArgs& args,
+                                                       EngineConfig config) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TESSERA_CUDA_TRY(cudaSetDevice(0), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  TESSERA_CUDA_TRY(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  if (args.gpu_memory_utilization <= 0.0 || args.gpu_memory_utilization > 1.0) {
+    return Status::error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(args.gpu_memory_utilization));
+  }
+  const ModelConfig& mc = model.config();
+  if (mc.head_dim > 256 || mc.head_dim % 2 != 0) {
+    return Status::error("the CUDA backend supports even head_dim up to 256, not " + std::to_string(mc.head_dim));
+  }
+  cudaStream_t upload_stream = nullptr;
+  TESSERA_CUDA_TRY(cudaStreamCreateWithFlags(&upload_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  auto cuda_model = CudaModel::upload(model, upload_stream);
+  cudaStreamDestroy(upload_stream);
+  if (!cuda_model.ok()) return cuda_model.status();
+  const size_t weight_bytes = (*cuda_model)->weight_bytes();
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const int32_t max_model_len =
+      config.max_model_len > 0 ? config.max_model_len : static_cast<int32_t>(mc.max_position_embeddings);
+  auto runner = CudaModelRunner::create(std::move(*cuda_model), config, max_model_len, !args.enforce_eager);
+  if (!runner.ok()) return runner.status();
+
+  // What is left for the KV cache: the share of the device this engine may use, minus what
+  // is in use now (weights, step buffers, other processes), minus headroom for cuBLAS
+  // workspaces and CUDA graphs.
+  size_t free_bytes = 0, total_bytes = 0;
+  TESSERA_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  constexpr int64_t kHeadroom = int64_t{512} << 20;
+  const int64_t allowed = static_cast<int64_t>(args.gpu_memory_utilization * static_cast<double>(total_bytes));
+  const int64_t in_use = static_cast<int64_t>(total_bytes - free_bytes);
+  config.kv_dtype_bytes = 2;
+  if (args.kv_cache_memory > 0) {
+    config.kv_cache_memory = args.kv_cache_memory;
+  } else {
+    config.kv_cache_memory = allowed - in_use - kHeadroom;
+    if (config.kv_cache_memory <= 0) {
+      return Status::error("the model needs " + std::to_string(in_use >> 20) + " MiB of the device's " +
+                           std::to_string(total_bytes >> 20) + " MiB, more than gpu_memory_utilization " +
+                           std::to_string(args.gpu_memory_utilization) + " allows: raise it");
+    }
+  }
+  CudaModelRunner* runner_ptr = runner->get();
+  auto core = EngineCore::create(mc, config, [&](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
+    if (Status s = runner_ptr->allocate_kv(plan); !s.ok()) return s;
+    return std::unique_ptr<ModelRunner>(std::move(*runner));
+  });
+  if (!core.ok()) return core.status();
+  if (!args.disable_log_stats) {
+    std::fprintf(stderr, "tessera: CUDA device 0: %s, %d SMs, %zu MiB; weights %zu MiB (bf16) copied in %.2f s\n",
+                 prop.name, prop.multiProcessorCount, total_bytes >> 20, weight_bytes >> 20, load_s);
+  }
+  return core;
+}
+
+}  // namespace tessera::cuda

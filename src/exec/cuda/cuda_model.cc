@@ -1,0 +1,181 @@
+#include "exec/cuda/cuda_model.h"
+
+#include <cmath>
+
+#include "backend/cuda/fused_ops.h"
+#include "exec/cuda/weight_upload.h"
+
+namespace tessera::cuda {
+namespace {
+
+constexpr int64_t kAlign = 128;  // elements: 256-byte aligned tensors in the arena
+
+int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+#define TESSERA_GEMM_TRY(expr)                                  \
+  do {                                                          \
+    if (std::string e_ = (expr); !e_.empty()) return Status::error(e_); \
+  } while (0)
+
+}  // namespace
+
+Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t rows, size_t attention_workspace_bytes) {
+  max_tokens = tokens;
+  max_rows = rows;
+  const int64_t qkv_dim = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+  const int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const size_t t = static_cast<size_t>(tokens);
+  for (auto [buf, count, what] : {std::tuple{&hidden, t * c.hidden_size, "the residual stream"},
+                                  std::tuple{&branch, t * c.hidden_size, "activations"},
+                                  std::tuple{&qkv, t * qkv_dim, "q/k/v"},
+                                  std::tuple{&q, t * q_dim, "queries"},
+                                  std::tuple{&attn, t * q_dim, "attention output"},
+                                  std::tuple{&gate_up, t * 2 * c.intermediate_size, "the MLP"},
+                                  std::tuple{&act, t * c.intermediate_size, "the MLP"},
+                                  std::tuple{&selected, static_cast<size_t>(rows * c.hidden_size), "logits rows"}}) {
+    if (Status s = buf->allocate(count, what); !s.ok()) return s;
+  }
+  return attention_workspace.allocate(attention_workspace_bytes, "the attention workspace");
+}
+
+Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, cudaStream_t stream) {
+  auto m = std::unique_ptr<CudaModel>(new CudaModel());
+  const ModelConfig& c = model.config();
+  m->config_ = c;
+  const int64_t d = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
+  const int64_t qkv_rows = q_rows + 2 * kv_rows;
+  const bool tied = model.lm_head().weight().data == model.embedding().data;
+  m->embedding_rows_ = model.embedding().rows();
+
+  // Arena layout: every tensor at an aligned offset.
+  int64_t total = 0;
+  auto take = [&total](int64_t n) {
+    const int64_t at = total;
+    total += aligned(n);
+    return at;
+  };
+  const int64_t emb_at = take(m->embedding_rows_ * d);
+  const int64_t head_at = tied ? emb_at : take(c.vocab_size * d);
+  const int64_t norm_at = take(d);
+  struct Offsets {
+    int64_t attn_norm, ffn_norm, qkv, bias = -1, q_norm = -1, k_norm = -1, o, gate_up, down;
+  };
+  std::vector<Offsets> offs;
+  for (const DecoderModel::Layer& l : model.layers()) {
+    Offsets o;
+    o.attn_norm = take(d);
+    o.ffn_norm = take(d);
+    o.qkv = take(qkv_rows * d);
+    if (!l.attention.q_proj().bias().empty()) o.bias = take(qkv_rows);
+    if (!l.attention.q_norm().empty()) {
+      o.q_norm = take(hd);
+      o.k_norm = take(hd);
+    }
+    o.o = take(d * q_rows);
+    o.gate_up = take(2 * inter * d);
+    o.down = take(d * inter);
+    offs.push_back(o);
+  }
+  if (Status s = m->weights_.allocate(static_cast<size_t>(total), "the model weights"); !s.ok()) return s;
+  bf16* base = m->weights_.get();
+
+  WeightUploader up(stream);
+  if (Status s = up.init(); !s.ok()) return s;
+  m->embedding_ = base + emb_at;
+  if (Status s = up.upload(model.embedding(), m->embedding_rows_, m->embedding_); !s.ok()) return s;
+  m->lm_head_ = base + head_at;
+  if (!tied) {
+    if (Status s = up.upload(model.lm_head().weight(), c.vocab_size, m->lm_head_); !s.ok()) return s;
+  }
+  m->final_norm_ = base + norm_at;
+  if (Status s = up.upload(model.final_norm(), m->final_norm_); !s.ok()) return s;
+  for (size_t i = 0; i < offs.size(); ++i) {
+    const DecoderModel::Layer& l = model.layers()[i];
+    const Offsets& o = offs[i];
+    CudaLayer cl;
+    cl.attn_norm = base + o.attn_norm;
+    cl.ffn_norm = base + o.ffn_norm;
+    cl.qkv = base + o.qkv;
+    cl.o = base + o.o;
+    cl.gate_up = base + o.gate_up;
+    cl.down = base + o.down;
+    const AttentionBlock& a = l.attention;
+    Status s = up.upload(l.attn_norm, cl.attn_norm);
+    if (s.ok()) s = up.upload(l.ffn_norm, cl.ffn_norm);
+    if (s.ok()) s = up.upload(a.q_proj().weight(), q_rows, cl.qkv);
+    if (s.ok()) s = up.upload(a.k_proj().weight(), kv_rows, cl.qkv + q_rows * d);
+    if (s.ok()) s = up.upload(a.v_proj().weight(), kv_rows, cl.qkv + (q_rows + kv_rows) * d);
+    if (s.ok() && o.bias >= 0) {
+      cl.qkv_bias = base + o.bias;
+      std::vector<float> bias = a.q_proj().bias();
+      bias.insert(bias.end(), a.k_proj().bias().begin(), a.k_proj().bias().end());
+      bias.insert(bias.end(), a.v_proj().bias().begin(), a.v_proj().bias().end());
+      s = up.upload(bias, cl.qkv_bias);  // staged before it returns
+    }
+    if (s.ok() && o.q_norm >= 0) {
+      cl.q_norm = base + o.q_norm;
+      cl.k_norm = base + o.k_norm;
+      s = up.upload(a.q_norm(), cl.q_norm);
+      if (s.ok()) s = up.upload(a.k_norm(), cl.k_norm);
+    }
+    if (s.ok()) s = up.upload(a.o_proj().weight(), d, cl.o);
+    if (s.ok()) s = up.upload(l.mlp.gate().weight(), inter, cl.gate_up);
+    if (s.ok()) s = up.upload(l.mlp.up().weight(), inter, cl.gate_up + inter * d);
+    if (s.ok()) s = up.upload(l.mlp.down().weight(), d, cl.down);
+    if (!s.ok()) return Status::error("layer " + std::to_string(i) + ": " + s.message());
+    m->layers_.push_back(cl);
+  }
+  if (Status s = up.finish(); !s.ok()) return s;
+  if (Status s = m->inv_freq_.allocate(model.inv_freq().size(), "RoPE frequencies"); !s.ok()) return s;
+  TESSERA_CUDA_TRY(cudaMemcpy(m->inv_freq_.get(), model.inv_freq().data(), model.inv_freq().size() * sizeof(float),
+                              cudaMemcpyHostToDevice),
+                   "RoPE frequencies");
+  return m;
+}
+
+Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
+                                 cudaStream_t stream) {
+  const ModelConfig& c = config_;
+  const int64_t n = step.meta.num_tokens;
+  const int64_t d = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const int64_t qkv_dim = (nh + 2 * nkv) * hd, inter = c.intermediate_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  AttentionShape shape{nh, nkv, hd, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd)),
+                       c.sliding_window.value_or(0)};
+  embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const CudaLayer& w = layers_[l];
+    // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
+    if (l == 0) {
+      rms_norm(act.hidden.get(), w.attn_norm, eps, n, d, act.branch.get(), stream);
+    } else {
+      fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.attn_norm, eps, n, d, stream);
+    }
+    TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
+    qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping, n,
+                   nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), kv.k(static_cast<int64_t>(l)),
+                   kv.v(static_cast<int64_t>(l)), stream);
+    paged_attention(act.q.get(), kv.k(static_cast<int64_t>(l)), kv.v(static_cast<int64_t>(l)), step.meta, shape,
+                    step.num_splits, act.attention_workspace.get(), act.attn.get(), stream);
+    TESSERA_GEMM_TRY(gemm_.matmul(act.attn.get(), w.o, n, nh * hd, d, act.branch.get(), stream));
+    fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.ffn_norm, eps, n, d, stream);
+    TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
+    silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
+    TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
+  }
+  // The last residual add and the final norm, over every token (cheap next to a layer).
+  fused_add_rms_norm(act.branch.get(), act.hidden.get(), final_norm_, eps, n, d, stream);
+  gather_rows(act.branch.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
+  return cuda_status(cudaGetLastError(), "forward");
+}
+
+Status CudaModel::lm_head(const CudaActivations& act, int64_t first_row, int64_t num_rows, float* logits,
+                          cudaStream_t stream) {
+  const int64_t d = config_.hidden_size;
+  TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
+                                    logits, stream));
+  return Status();
+}
+
+}  // namespace tessera::cuda

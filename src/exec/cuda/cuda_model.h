@@ -1,0 +1,92 @@
+// CudaModel: a DecoderModel's weights on the device in bf16 (q/k/v and gate/up fused into
+// one matrix each), and its forward pass over a device KV cache as a sequence of CUDA ops
+// on one stream: no host synchronization inside, so a decode step can be captured into a
+// CUDA graph.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/matmul.h"
+#include "backend/cuda/ops.h"
+#include "exec/cuda/device_buffer.h"
+#include "model/layers/decoder_model.h"
+
+namespace tessera::cuda {
+
+struct CudaLayer {
+  bf16* attn_norm = nullptr;  // [hidden]
+  bf16* ffn_norm = nullptr;   // [hidden]
+  bf16* qkv = nullptr;        // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]
+  bf16* qkv_bias = nullptr;   // [(num_heads + 2 * num_kv_heads) * head_dim] or null
+  bf16* q_norm = nullptr;     // [head_dim] or null (Qwen3)
+  bf16* k_norm = nullptr;     // [head_dim] or null
+  bf16* o = nullptr;          // [hidden, num_heads * head_dim]
+  bf16* gate_up = nullptr;    // [2 * intermediate, hidden]: gate rows, then up rows
+  bf16* down = nullptr;       // [hidden, intermediate]
+};
+
+// Device buffers of one step, allocated once for at most max_tokens tokens and max_rows
+// logits rows; their addresses never change (CUDA graphs replay them).
+struct CudaActivations {
+  DeviceBuffer<bf16> hidden;    // [max_tokens, hidden] residual stream
+  DeviceBuffer<bf16> branch;    // [max_tokens, hidden] normed input / block output
+  DeviceBuffer<bf16> qkv;       // [max_tokens, (num_heads + 2 * num_kv_heads) * head_dim]
+  DeviceBuffer<bf16> q;         // [max_tokens, num_heads * head_dim]
+  DeviceBuffer<bf16> attn;      // [max_tokens, num_heads * head_dim]
+  DeviceBuffer<bf16> gate_up;   // [max_tokens, 2 * intermediate]
+  DeviceBuffer<bf16> act;       // [max_tokens, intermediate]
+  DeviceBuffer<bf16> selected;  // [max_rows, hidden] rows that need logits
+  DeviceBuffer<char> attention_workspace;
+  int64_t max_tokens = 0;
+  int64_t max_rows = 0;
+  Status allocate(const ModelConfig& c, int64_t max_tokens, int64_t max_rows, size_t attention_workspace_bytes);
+};
+
+// The KV cache on the device: per layer K and V [num_blocks, block_size, num_kv_heads, head_dim].
+struct CudaKvCache {
+  DeviceBuffer<bf16> storage;
+  int64_t block_size = 16;
+  int64_t layer_elems = 0;  // elements of one layer's K (or V)
+  bf16* k(int64_t layer) const { return storage.get() + (2 * layer) * layer_elems; }
+  bf16* v(int64_t layer) const { return storage.get() + (2 * layer + 1) * layer_elems; }
+};
+
+// One step's inputs in device memory.
+struct CudaStep {
+  const int32_t* token_ids = nullptr;       // [num_tokens]
+  AttentionMetadata meta;                   // positions, sequences, slots, block tables
+  int num_splits = 1;                       // attention splits per token (fixed per CUDA graph)
+  const int32_t* logits_indices = nullptr;  // [num_rows] batch tokens whose logits are wanted
+};
+
+class CudaModel {
+ public:
+  // Copies the weights of `model` to the current device.
+  static Result<std::unique_ptr<CudaModel>> upload(const DecoderModel& model, cudaStream_t stream);
+
+  const ModelConfig& config() const { return config_; }
+  size_t weight_bytes() const { return weights_.size() * sizeof(bf16) + inv_freq_.size() * sizeof(float); }
+
+  // Runs the layers over step.meta.num_tokens tokens, leaving the final-normed rows
+  // step.logits_indices[0, num_rows) in act.selected.
+  Status forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
+                        cudaStream_t stream);
+  // logits [num_rows, vocab] (fp32) of the selected rows [first_row, first_row + num_rows).
+  Status lm_head(const CudaActivations& act, int64_t first_row, int64_t num_rows, float* logits, cudaStream_t stream);
+
+ private:
+  ModelConfig config_;
+  DeviceBuffer<bf16> weights_;  // one arena; the pointers below point into it
+  DeviceBuffer<float> inv_freq_;  // [head_dim / 2]
+  bf16* embedding_ = nullptr;     // [embedding rows, hidden]
+  int64_t embedding_rows_ = 0;
+  bf16* lm_head_ = nullptr;       // [vocab, hidden]
+  bf16* final_norm_ = nullptr;    // [hidden]
+  std::vector<CudaLayer> layers_;
+  Gemm gemm_;
+};
+
+}  // namespace tessera::cuda

@@ -1,0 +1,259 @@
+#include "exec/cuda/cuda_model_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/cuda/sampling.h"
+#include "common/check.h"
+#include "sample/device_sampling_reference.h"
+
+namespace tessera::cuda {
+
+CudaModelRunner::~CudaModelRunner() {
+  for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
+  if (stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
+                                                                 const EngineConfig& config, int32_t max_model_len,
+                                                                 bool use_graphs) {
+  auto r = std::unique_ptr<CudaModelRunner>(new CudaModelRunner());
+  r->model_ = std::move(model);
+  const ModelConfig& c = r->model_->config();
+  TESSERA_CUDA_TRY(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  int device = 0;
+  TESSERA_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+  TESSERA_CUDA_TRY(cudaDeviceGetAttribute(&r->num_sms_, cudaDevAttrMultiProcessorCount, device), "device attributes");
+  r->max_tokens_ = std::max<int64_t>(config.max_num_batched_tokens, config.max_num_seqs);
+  r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
+  r->max_model_len_ = max_model_len;
+  r->use_graphs_ = use_graphs;
+  // vLLM's capture sizes: 1, 2, 4, then every 8, up to the sequence budget.
+  for (int64_t b : {1, 2, 4}) {
+    if (b <= config.max_num_seqs) r->graph_buckets_.push_back(b);
+  }
+  for (int64_t b = 8; b <= config.max_num_seqs; b += 8) r->graph_buckets_.push_back(b);
+  if (r->graph_buckets_.back() < config.max_num_seqs) r->graph_buckets_.push_back(config.max_num_seqs);
+  const size_t t = static_cast<size_t>(r->max_tokens_);
+  const size_t seqs = static_cast<size_t>(config.max_num_seqs);
+  const size_t blocks_per_seq = static_cast<size_t>((max_model_len + config.block_size - 1) / config.block_size);
+  Layout& l = r->layout_;
+  l.token_ids = 0;
+  l.positions = t;
+  l.token_seq = 2 * t;
+  l.logits_indices = 3 * t;
+  l.slot_mapping = 4 * t;  // int64: two int32 slots each, 8-byte aligned (t is counted in int32s)
+  l.indptr = 6 * t;
+  l.block_ids = (l.indptr + seqs + 2 + 31) / 32 * 32;  // + the padding sequence of graph batches
+  l.capacity = l.block_ids + seqs * blocks_per_seq + 1;
+  if (Status s = r->host_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
+  if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
+  // The largest attention workspace any token count up to the budget asks for.
+  size_t workspace = 0;
+  for (int64_t n = 1; n <= r->max_tokens_; ++n) {
+    const int splits = attention_num_splits(n, c.num_key_value_heads, r->num_sms_, max_model_len);
+    workspace = std::max(workspace, attention_workspace_bytes(n, c.num_attention_heads, c.head_dim, splits));
+  }
+  if (Status s = r->act_.allocate(c, r->max_tokens_, r->max_tokens_, workspace); !s.ok()) return s;
+  if (Status s = r->dev_logits_.allocate(static_cast<size_t>(r->max_logit_rows_ * c.vocab_size), "logits"); !s.ok()) {
+    return s;
+  }
+  if (Status s = r->dev_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
+  if (Status s = r->host_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
+  if (Status s = r->dev_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
+  if (Status s = r->host_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
+  return r;
+}
+
+Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
+  const KvCacheShape& s = plan.shape;
+  if (s.dtype_bytes != 2) return Status::error("the CUDA KV cache is bf16: plan it with kv_dtype_bytes 2");
+  kv_.block_size = s.block_size;
+  kv_.layer_elems = s.num_blocks * s.block_size * s.kv_dim();
+  if (Status st = kv_.storage.allocate(static_cast<size_t>(2 * s.num_layers * kv_.layer_elems), "the KV cache");
+      !st.ok()) {
+    return st;
+  }
+  // Unwritten slots are never read, but zeros keep stray reads finite.
+  return cuda_status(cudaMemsetAsync(kv_.storage.get(), 0, kv_.storage.size() * sizeof(bf16), stream_), "KV cache");
+}
+
+bool CudaModelRunner::samples_on_device(const Request& r) {
+  const SamplingParams& p = r.params;
+  return p.logprobs == 0 && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
+         p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f && r.num_output_tokens() >= p.min_tokens;
+}
+
+void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+  const Status s = run(out, lookup, rows);
+  // A failed kernel leaves the device context unusable: stop with the reason.
+  TESSERA_CHECK_MSG(s.ok(), ("CUDA step failed: " + s.message()).c_str());
+}
+
+Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+  rows->assign(out.requests.size(), LogitsRows{});
+  int32_t* in = host_in_.get();
+  const Layout& l = layout_;
+  int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
+  std::vector<int32_t> logits_indices;
+  std::vector<bool> host_row;  // per logits row: the host processes it
+  int32_t num_tokens = 0, num_block_ids = 0;
+  const int64_t block_size = kv_.block_size;
+  in[l.indptr] = 0;
+  for (size_t i = 0; i < out.requests.size(); ++i) {
+    const ScheduledRequest& s = out.requests[i];
+    const Request* r = lookup(s.id);
+    TESSERA_CHECK(r != nullptr);
+    const int32_t start = s.num_computed_tokens, n = s.num_scheduled_tokens;
+    TESSERA_CHECK(start + n <= r->num_tokens());
+    TESSERA_CHECK(num_tokens + n <= max_tokens_);
+    TESSERA_CHECK(l.block_ids + num_block_ids + s.block_ids.size() < l.capacity);
+    for (int32_t k = 0; k < n; ++k) {
+      const int32_t pos = start + k;
+      in[l.token_ids + num_tokens + k] = r->all_token_ids[pos];
+      in[l.positions + num_tokens + k] = pos;
+      in[l.token_seq + num_tokens + k] = static_cast<int32_t>(i);
+      slots[num_tokens + k] = int64_t{s.block_ids[pos / block_size]} * block_size + pos % block_size;
+    }
+    for (size_t b = 0; b < s.block_ids.size(); ++b) in[l.block_ids + num_block_ids + b] = s.block_ids[b];
+    num_block_ids += static_cast<int32_t>(s.block_ids.size());
+    in[l.indptr + i + 1] = num_block_ids;
+    LogitsRows& lr = (*rows)[i];
+    const size_t rows_before = logits_indices.size();
+    plan_logits_rows(*r, s, num_tokens, &logits_indices, &lr);
+    host_row.resize(logits_indices.size(), true);  // prompt-logprob rows: the host
+    for (size_t k = rows_before; k < logits_indices.size(); ++k) {
+      host_sampling_[k] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy: harmless for host rows
+    }
+    if (lr.sample_row >= 0 && samples_on_device(*r)) {
+      host_row[lr.sample_row] = false;
+      // Keyed by the request's seed and its output length: its draws do not depend on the batch.
+      host_sampling_[lr.sample_row] = make_sampling_row(r->params, r->sampling_seed,
+                                                        static_cast<uint64_t>(r->num_output_tokens()));
+    }
+    num_tokens += n;
+  }
+  const int64_t num_rows = static_cast<int64_t>(logits_indices.size());
+  std::copy(logits_indices.begin(), logits_indices.end(), in + l.logits_indices);
+  if (num_tokens == 0) return Status();
+
+  // A decode step (one token per request, each sampling) replays a graph of the next bucket
+  // size: the padding tokens form one extra sequence at position 0 over the null block.
+  bool decode = num_rows == num_tokens && num_tokens <= max_logit_rows_;
+  for (int64_t i = 0; decode && i < num_rows; ++i) decode = logits_indices[i] == i;
+  const int64_t bucket = use_graphs_ && decode ? graph_bucket(num_tokens) : 0;
+  int64_t launch_tokens = num_tokens;
+  if (bucket > 0) {
+    const int32_t pad_seq = static_cast<int32_t>(out.requests.size());
+    for (int64_t i = num_tokens; i < bucket; ++i) {
+      in[l.token_ids + i] = 0;
+      in[l.positions + i] = 0;
+      in[l.token_seq + i] = pad_seq;
+      slots[i] = 0;
+      in[l.logits_indices + i] = static_cast<int32_t>(i);
+    }
+    in[l.block_ids + num_block_ids] = 0;
+    num_block_ids += 1;
+    in[l.indptr + pad_seq + 1] = num_block_ids;
+    launch_tokens = bucket;
+  }
+
+  for (int64_t i = num_rows; i < launch_tokens; ++i) host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(),
+                                   std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "sampling parameters");
+  int32_t* dev = dev_in_.get();
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                   stream_),
+                   "step inputs");
+  CudaStep step;
+  step.token_ids = dev + l.token_ids;
+  step.meta.positions = dev + l.positions;
+  step.meta.token_seq = dev + l.token_seq;
+  step.meta.slot_mapping = reinterpret_cast<const int64_t*>(dev + l.slot_mapping);
+  step.meta.block_table_indptr = dev + l.indptr;
+  step.meta.block_table_ids = dev + l.block_ids;
+  step.meta.num_tokens = launch_tokens;
+  step.num_splits = attention_num_splits(launch_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
+  step.logits_indices = dev + l.logits_indices;
+  if (bucket > 0) {
+    if (Status s = launch_graph(step, bucket); !s.ok()) return s;
+  } else if (Status s = forward_and_sample(step, num_rows); !s.ok()) {
+    return s;
+  }
+
+  const int64_t vocab = vocab_size();
+  const bool any_host = std::find(host_row.begin(), host_row.end(), true) != host_row.end();
+  if (any_host) host_logits_.resize(static_cast<size_t>(num_rows * vocab));
+  // The first chunk of rows is in dev_logits_ already; later chunks (prompt logprobs of
+  // long prefills) run the LM head again.
+  for (int64_t r0 = 0; r0 < num_rows; r0 += max_logit_rows_) {
+    const int64_t nr = std::min(max_logit_rows_, num_rows - r0);
+    if (r0 > 0) {
+      if (Status s = model_->lm_head(act_, r0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+      sample_rows(dev_logits_.get(), nr, vocab, dev_sampling_.get() + r0, dev_next_.get() + r0, stream_);
+    }
+    for (int64_t k = 0; k < nr; ++k) {
+      if (!host_row[r0 + k]) continue;
+      TESSERA_CUDA_TRY(cudaMemcpyAsync(host_logits_.data() + (r0 + k) * vocab, dev_logits_.get() + k * vocab,
+                                       vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                       "logits");
+    }
+  }
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(host_next_.get(), dev_next_.get(), num_rows * sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "sampled tokens");
+  TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "step");
+  for (LogitsRows& lr : *rows) {
+    if (lr.sample_row >= 0 && !host_row[lr.sample_row]) {
+      lr.sampled_token = host_next_[lr.sample_row];
+      lr.sample_row = -1;
+    }
+  }
+  return Status();
+}
+
+}  // namespace tessera::cuda
+
+namespace tessera::cuda {
+
+Status CudaModelRunner::forward_and_sample(const CudaStep& step, int64_t num_rows) {
+  if (Status s = model_->forward_hidden(step, num_rows, kv_, act_, stream_); !s.ok()) return s;
+  const int64_t nr = std::min(max_logit_rows_, num_rows);
+  if (nr == 0) return Status();
+  if (Status s = model_->lm_head(act_, 0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+  sample_rows(dev_logits_.get(), nr, vocab_size(), dev_sampling_.get(), dev_next_.get(), stream_);
+  return cuda_status(cudaGetLastError(), "sampling");
+}
+
+int64_t CudaModelRunner::graph_bucket(int64_t n) const {
+  for (int64_t b : graph_buckets_) {
+    if (b >= n) return b <= max_logit_rows_ && b <= max_tokens_ ? b : 0;
+  }
+  return 0;
+}
+
+Status CudaModelRunner::launch_graph(const CudaStep& step, int64_t bucket) {
+  auto it = graphs_.find(bucket);
+  if (it == graphs_.end()) {
+    cudaGraph_t graph = nullptr;
+    TESSERA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
+    const Status captured = forward_and_sample(step, bucket);
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (!captured.ok()) return Status::error("graph capture of " + std::to_string(bucket) + " tokens: " + captured.message());
+    TESSERA_CUDA_TRY(end, "graph capture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    TESSERA_CUDA_TRY(inst, "graph instantiation");
+    it = graphs_.emplace(bucket, exec).first;
+  }
+  return cuda_status(cudaGraphLaunch(it->second, stream_), "graph launch");
+}
+
+}  // namespace tessera::cuda

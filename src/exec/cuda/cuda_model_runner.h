@@ -1,0 +1,80 @@
+// CudaModelRunner: the CUDA backend's ModelRunner. Per step it plans the inputs once on the
+// host (tokens, positions, slot mapping, CSR block tables, logits rows) into one pinned
+// buffer, sends it in one copy, runs CudaModel over the device KV cache, samples on the
+// device the rows that need no host-side logits processing, and copies back only their
+// tokens plus the logits rows the host still has to process (penalties, logit bias,
+// min_tokens, logprobs).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "config/engine_config.h"
+#include "exec/cuda/cuda_model.h"
+#include "exec/model_runner.h"
+#include "sample/sampling_row.h"
+
+namespace tessera::cuda {
+
+class CudaModelRunner : public ModelRunner {
+ public:
+  ~CudaModelRunner() override;
+  // Allocates the step buffers for config's token and sequence budgets.
+  // use_graphs: replay decode steps from CUDA graphs captured per batch-size bucket.
+  static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model, const EngineConfig& config,
+                                                         int32_t max_model_len, bool use_graphs);
+  // Allocates the KV cache the plan sized (call once, before the first step).
+  Status allocate_kv(const KvCachePlan& plan);
+
+  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
+  const float* logits(int32_t row) const override {
+    return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
+  }
+  int64_t vocab_size() const override { return model_->config().vocab_size; }
+  cudaStream_t stream() const { return stream_; }
+  const CudaModel& model() const { return *model_; }
+
+  // Whether a request's next token can be picked on the device (no host-side processing).
+  static bool samples_on_device(const Request& r);
+
+ private:
+  CudaModelRunner() = default;
+  Status run(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows);
+  // The device work of one step over the inputs in dev_in_: forward, LM head and greedy
+  // sampling of the first min(num_rows, max_logit_rows) rows (what a graph captures).
+  Status forward_and_sample(const CudaStep& step, int64_t num_rows);
+  // The smallest graph bucket holding n decode tokens; 0 when none does.
+  int64_t graph_bucket(int64_t n) const;
+  // Replays (capturing on first use) the decode graph of `bucket` tokens.
+  Status launch_graph(const CudaStep& step, int64_t bucket);
+  // Offsets (in int32 elements) of the sections of the step-input buffer.
+  struct Layout {
+    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, block_ids, capacity;
+  };
+
+  std::unique_ptr<CudaModel> model_;
+  cudaStream_t stream_ = nullptr;
+  int num_sms_ = 1;
+  int64_t max_tokens_ = 0;
+  int64_t max_logit_rows_ = 0;  // rows of device logits per LM-head chunk
+  int32_t max_model_len_ = 0;
+  bool use_graphs_ = false;
+  std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
+  std::map<int64_t, cudaGraphExec_t> graphs_;     // by bucket, captured on first use
+  Layout layout_{};
+  PinnedBuffer<int32_t> host_in_;   // step inputs, Layout sections
+  DeviceBuffer<int32_t> dev_in_;
+  CudaActivations act_;
+  CudaKvCache kv_;
+  DeviceBuffer<float> dev_logits_;  // [max_logit_rows, vocab]
+  PinnedBuffer<SamplingRow> host_sampling_;  // [max_tokens] parameters of each logits row
+  DeviceBuffer<SamplingRow> dev_sampling_;
+  DeviceBuffer<int32_t> dev_next_;  // [max_tokens] the sampled token of every row
+  PinnedBuffer<int32_t> host_next_;
+  std::vector<float> host_logits_;  // [rows, vocab]; only the rows the host processes are filled
+};
+
+}  // namespace tessera::cuda

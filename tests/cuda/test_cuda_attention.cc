@@ -1,0 +1,248 @@
+// cuda::paged_attention (split-KV, GQA-grouped, tensor cores) against its CPU twin
+// cpu::paged_attention on the same bf16 caches: mixed steps of prefill chunks, chunked-prefill
+// continuations and decodes at contexts 1 .. 4100, every case at several split counts, with
+// NaN in every cache slot no token may see and in the workspace and output before the call
+// (a read of either shows up as a NaN). Also a captured CUDA graph replayed after the
+// contexts changed, and the host-side split and workspace sizing (runs without a device).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "backend/cuda/ops.h"
+#include "cuda/cuda_test_util.h"
+#include "exec/forward_batch.h"
+
+namespace tessera {
+namespace {
+
+using cuda::bf16;
+using namespace cuda_test;  // NOLINT(google-build-using-namespace): the test helpers
+
+constexpr int64_t kMaxContext = 4100;
+
+struct AttentionCase {
+  int64_t num_heads, num_kv_heads, head_dim, block_size, sliding_window;
+};
+
+struct Seq {
+  int32_t start, n;  // this step's tokens are positions [start, start + n)
+};
+
+// Prefill first chunks and continuations of chunked prefills, mixed with decodes at contexts
+// 1, 17, 100, 701, 1501 and 4100.
+const std::vector<Seq> kMixed = {{0, 37}, {40, 20}, {0, 1},   {16, 1},   {99, 1},
+                                 {700, 1}, {1500, 1}, {4099, 1}, {190, 70}};
+// Decodes only: few CTAs per split, so attention_num_splits gives many splits.
+const std::vector<Seq> kDecodes = {{4099, 1}, {0, 1}, {16, 1}, {99, 1}, {700, 1}, {1500, 1}};
+
+// A step's batch over block tables drawn from a shuffled pool of blocks 1 .. total_blocks - 1
+// (block 0 stays the null block).
+struct Step {
+  ForwardBatch batch;
+  std::vector<int32_t> token_seq;
+};
+
+int64_t blocks_needed(const std::vector<Seq>& seqs, int64_t block_size) {
+  int64_t n = 1;
+  for (const Seq& s : seqs) n += (s.start + s.n + block_size - 1) / block_size;
+  return n;
+}
+
+Step make_step(const std::vector<Seq>& seqs, int64_t block_size, int64_t total_blocks, std::mt19937& rng) {
+  std::vector<int32_t> pool(total_blocks - 1);
+  for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int32_t>(i + 1);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  Step step;
+  size_t next = 0;
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    const Seq& s = seqs[si];
+    std::vector<int32_t> table;
+    for (int64_t b = 0; b < (s.start + s.n + block_size - 1) / block_size; ++b) table.push_back(pool[next++]);
+    std::vector<int32_t> tokens(s.n, 1);
+    step.batch.add_sequence(tokens.data(), s.n, s.start, table, block_size, true);
+    for (int32_t k = 0; k < s.n; ++k) step.token_seq.push_back(static_cast<int32_t>(si));
+  }
+  return step;
+}
+
+// NaN in every cache row no token of the step may see: past each sequence's end in its last
+// block, and all the blocks no table holds.
+void poison_unseen(const Step& step, int64_t block_size, int64_t kv_dim, Bf16Data& cache) {
+  const int64_t slots = static_cast<int64_t>(cache.f.size()) / kv_dim;
+  std::vector<bool> seen(slots, false);
+  const ForwardBatch& b = step.batch;
+  for (int64_t s = 0; s < b.num_seqs(); ++s) {
+    const int32_t* table = b.block_table_ids.data() + b.block_table_indptr[s];
+    for (int32_t p = 0; p < b.seq_lens[s]; ++p) {
+      seen[int64_t{table[p / block_size]} * block_size + p % block_size] = true;
+    }
+  }
+  const bf16 nan = __float2bfloat16(std::numeric_limits<float>::quiet_NaN());
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    if (seen[slot]) continue;
+    for (int64_t i = slot * kv_dim; i < (slot + 1) * kv_dim; ++i) {
+      cache.h[i] = nan;
+      cache.f[i] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+}
+
+int num_sms() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  return sms;
+}
+
+std::string describe(const AttentionCase& c, const std::vector<Seq>& seqs, int splits) {
+  return "paged_attention heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) + " head_dim " +
+         std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) + " window " +
+         std::to_string(c.sliding_window) + (seqs.size() == kMixed.size() ? " mixed" : " decodes") + " splits " +
+         std::to_string(splits);
+}
+
+void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t total_blocks = blocks_needed(seqs, c.block_size) + 3;  // a few blocks no table holds
+  const Step step = make_step(seqs, c.block_size, total_blocks, rng);
+  const ForwardBatch& batch = step.batch;
+  const int64_t T = batch.num_tokens(), kv_dim = c.num_kv_heads * c.head_dim;
+  const int64_t q_size = T * c.num_heads * c.head_dim;
+  // Old keys/values everywhere, then this step's written over their slots.
+  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
+  Bf16Data q(q_size, rng), k(T * kv_dim, rng), v(T * kv_dim, rng);
+  poison_unseen(step, c.block_size, kv_dim, kc);
+  poison_unseen(step, c.block_size, kv_dim, vc);
+  cpu::AttentionShape cs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+                         1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.sliding_window};
+  std::vector<float> kcache = kc.f, vcache = vc.f, want(q_size);
+  cpu::write_kv_cache(k.f.data(), v.f.data(), batch, kv_dim, kcache.data(), vcache.data());
+  cpu::paged_attention(q.f.data(), kcache.data(), vcache.data(), batch, cs, want.data());
+  std::vector<bf16> kc_written = kc.h;
+  for (int64_t t = 0; t < T; ++t) {
+    std::memcpy(&kc_written[batch.slot_mapping[t] * kv_dim], &k.h[t * kv_dim], kv_dim * sizeof(bf16));
+  }
+
+  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dk(k.h), dv(v.h), dout(q_size);
+  DeviceBuffer<int32_t> dpos(batch.positions), dseq(step.token_seq), dindptr(batch.block_table_indptr),
+      dids(batch.block_table_ids);
+  DeviceBuffer<int64_t> dslots(batch.slot_mapping);
+  cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
+  cuda::AttentionShape gs{cs.num_heads, cs.num_kv_heads, cs.head_dim, cs.block_size, cs.scale, cs.sliding_window};
+  cuda::write_kv_cache(dk.p, dv.p, meta, kv_dim, dkc.p, dvc.p, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<bf16> kc_back = dkc.download();
+  EXPECT_EQ(std::memcmp(kc_back.data(), kc_written.data(), kc_back.size() * sizeof(bf16)), 0) << "write_kv_cache";
+
+  std::vector<int> splits = {1, 3, cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext), 32};
+  std::sort(splits.begin(), splits.end());
+  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  for (int s : splits) {
+    DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
+    CUDA_OK(cudaMemset(ws.p, 0xff, ws.n));  // NaN floats: a partial read before written shows
+    CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
+    cuda::paged_attention(dq.p, dkc.p, dvc.p, meta, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    expect_close(dout.download(), want, kRel, 2e-3f, describe(c, seqs, s));
+  }
+}
+
+TEST(CudaAttention, PagedAttentionMatchesCpuOverMixedBatches) {
+  REQUIRE_DEVICE();
+  uint32_t seed = 10;
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t ratio : {1, 4, 8}) {
+      for (int64_t block_size : {16, 32}) {
+        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, kMixed, seed++);
+        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, kDecodes, seed++);
+      }
+    }
+  }
+  for (const auto& seqs : {kMixed, kDecodes}) {
+    check_paged_attention({32, 8, 128, 16, 256}, seqs, seed++);  // sliding windows
+    check_paged_attention({8, 2, 64, 32, 100}, seqs, seed++);
+    check_paged_attention({9, 3, 64, 16, 0}, seqs, seed++);     // SmolLM2's heads: G = 3
+    check_paged_attention({7, 1, 128, 16, 0}, seqs, seed++);    // G = 7
+    check_paged_attention({12, 1, 64, 16, 0}, seqs, seed++);    // G = 12: 16-row CTAs
+    check_paged_attention({40, 2, 128, 16, 0}, seqs, seed++);   // G = 20: two head chunks
+    check_paged_attention({32, 8, 128, 24, 0}, seqs, seed++);   // a block size not a power of two
+    check_paged_attention({8, 4, 256, 16, 0}, seqs, seed++);    // head_dim 256 (Gemma)
+    check_paged_attention({24, 2, 256, 32, 0}, seqs, seed++);   // head_dim 256, G = 12: two chunks
+    check_paged_attention({8, 8, 256, 16, 300}, seqs, seed++);  // head_dim 256, window
+  }
+}
+
+// A graph captured at one step's contexts, replayed after the metadata in the same device
+// buffers changed to other contexts: the kernel finds its key ranges on the device.
+TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
+  REQUIRE_DEVICE();
+  std::mt19937 rng(99);
+  const AttentionCase c{32, 8, 128, 16, 0};
+  const std::vector<Seq> first = {{4, 1}, {299, 1}, {1999, 1}}, second = {{899, 1}, {16, 1}, {4099, 1}};
+  const int64_t total_blocks = std::max(blocks_needed(first, c.block_size), blocks_needed(second, c.block_size));
+  const int64_t T = 3, kv_dim = c.num_kv_heads * c.head_dim, q_size = T * c.num_heads * c.head_dim;
+  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
+  Bf16Data q(q_size, rng);
+  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dout(q_size);
+  DeviceBuffer<int32_t> dpos(T), dseq(T), dindptr(T + 1), dids(total_blocks);
+  const int splits = cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext);
+  DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, splits));
+  cuda::AttentionMetadata meta{dpos.p, dseq.p, nullptr, dindptr.p, dids.p, T};
+  const cuda::AttentionShape gs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+                                1.0f / std::sqrt(static_cast<float>(c.head_dim)), 0};
+  const cpu::AttentionShape cs{gs.num_heads, gs.num_kv_heads, gs.head_dim, gs.block_size, gs.scale, 0};
+
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  cuda::paged_attention(dq.p, dkc.p, dvc.p, meta, gs, splits, ws.p, dout.p, stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto& seqs : {first, second}) {
+    const Step step = make_step(seqs, c.block_size, total_blocks, rng);
+    const ForwardBatch& b = step.batch;
+    CUDA_OK(cudaMemcpy(dpos.p, b.positions.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dseq.p, step.token_seq.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dindptr.p, b.block_table_indptr.data(), (T + 1) * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dids.p, b.block_table_ids.data(), b.block_table_ids.size() * sizeof(int32_t),
+                       cudaMemcpyHostToDevice));
+    std::vector<float> want(q_size);
+    cpu::paged_attention(q.f.data(), kc.f.data(), vc.f.data(), b, cs, want.data());
+    CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    expect_close(dout.download(), want, kRel, 2e-3f, "graph replay, splits " + std::to_string(splits));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// Host-side sizing: no device needed.
+TEST(CudaAttention, SplitsFollowTheBatchAndWorkspaceFitsThem) {
+  // At least 4 CTAs (token x KV head x split) per SM: 132 SMs, 8 KV heads.
+  EXPECT_EQ(cuda::attention_num_splits(1, 8, 132, 131072), 66);
+  EXPECT_EQ(cuda::attention_num_splits(8, 8, 132, 131072), 9);
+  EXPECT_EQ(cuda::attention_num_splits(64, 8, 132, 131072), 2);
+  EXPECT_EQ(cuda::attention_num_splits(66, 8, 132, 131072), 1);
+  EXPECT_EQ(cuda::attention_num_splits(4096, 8, 132, 131072), 1);
+  // Capped at one split per 256 keys of the longest context.
+  EXPECT_EQ(cuda::attention_num_splits(1, 8, 132, 4096), 16);
+  EXPECT_EQ(cuda::attention_num_splits(1, 8, 132, 100), 1);
+  EXPECT_EQ(cuda::attention_num_splits(0, 8, 132, 4096), 16);
+  EXPECT_EQ(cuda::attention_workspace_bytes(64, 32, 128, 1), 0u);
+  EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4), 2u * 32 * 4 * (128 + 2) * sizeof(float));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,185 @@
+// The fused ops of the device forward pass (backend/cuda/fused_ops.h) against the sequences
+// of CPU ops they replace, on the same bf16-rounded inputs.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "backend/cuda/fused_ops.h"
+
+namespace tessera {
+namespace {
+
+using cuda::bf16;
+
+bool device_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::vector<bf16> to_bf16(const std::vector<float>& f) {
+  std::vector<bf16> h(f.size());
+  for (size_t i = 0; i < f.size(); ++i) h[i] = __float2bfloat16(f[i]);
+  return h;
+}
+
+// Normal values already rounded to bf16.
+std::vector<float> random_bf16_values(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = __bfloat162float(__float2bfloat16(d(rng)));
+  return v;
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& v) {
+  T* p = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(v.size(), 1) * sizeof(T));
+  cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  return p;
+}
+
+template <typename T>
+std::vector<float> from_device(const T* p, size_t n) {
+  std::vector<T> h(n);
+  cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(h[i]);
+  return f;
+}
+
+template <>
+std::vector<float> from_device<bf16>(const bf16* p, size_t n) {
+  std::vector<bf16> h(n);
+  cudaMemcpy(h.data(), p, n * sizeof(bf16), cudaMemcpyDeviceToHost);
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(h[i]);
+  return f;
+}
+
+// Worst |a - b| / (|b| + floor) over the arrays.
+double worst_relative(const std::vector<float>& a, const std::vector<float>& b, double floor) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / (std::fabs(b[i]) + floor));
+  return worst;
+}
+
+struct QkvCase {
+  int64_t num_heads, num_kv_heads, head_dim;
+  bool bias, qk_norm;
+  RopeLayout layout;
+};
+
+TEST(CudaFusedOps, QkvRopeCacheEqualsBiasNormRopeAndCacheWrite) {
+  if (!device_present()) GTEST_SKIP() << "no CUDA device";
+  std::mt19937 rng(7);
+  for (const QkvCase& c : {QkvCase{32, 8, 128, false, false, RopeLayout::kHalf},
+                           QkvCase{9, 3, 64, false, false, RopeLayout::kInterleaved},
+                           QkvCase{4, 2, 16, true, false, RopeLayout::kHalf},
+                           QkvCase{8, 4, 128, false, true, RopeLayout::kHalf},
+                           QkvCase{6, 2, 256, true, true, RopeLayout::kInterleaved}}) {
+    const int64_t n = 13, nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
+    const int64_t heads = nh + 2 * nkv, kv_dim = nkv * hd, num_slots = 64;
+    const float eps = 1e-5f;
+    auto qkv = random_bf16_values(n * heads * hd, rng);
+    auto bias = random_bf16_values(heads * hd, rng, 0.5f);
+    auto qn = random_bf16_values(hd, rng), kn = random_bf16_values(hd, rng);
+    std::vector<int32_t> positions(n);
+    std::vector<int64_t> slots(n);
+    for (int64_t t = 0; t < n; ++t) {
+      positions[t] = static_cast<int32_t>(t * 977 % 40000);
+      slots[t] = (t * 5 + 3) % num_slots;
+    }
+    std::vector<float> inv_freq(hd / 2);
+    for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / hd);
+
+    // CPU: split, + bias, rounded to bf16 (the GEMM output dtype), per-head norm, RoPE.
+    std::vector<float> q(n * nh * hd), k(n * kv_dim), v(n * kv_dim);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t d = 0; d < hd; ++d) {
+          float x = qkv[(t * heads + h) * hd + d] + (c.bias ? bias[h * hd + d] : 0.0f);
+          if (!c.qk_norm || h >= nh + nkv) x = __bfloat162float(__float2bfloat16(x));
+          if (h < nh) q[(t * nh + h) * hd + d] = x;
+          else if (h < nh + nkv) k[(t * nkv + h - nh) * hd + d] = x;
+          else v[(t * nkv + h - nh - nkv) * hd + d] = x;
+        }
+      }
+    }
+    if (c.qk_norm) {
+      cpu::rms_norm(q.data(), qn.data(), eps, n * nh, hd, q.data());
+      cpu::rms_norm(k.data(), kn.data(), eps, n * nkv, hd, k.data());
+      for (float& x : q) x = __bfloat162float(__float2bfloat16(x));
+      for (float& x : k) x = __bfloat162float(__float2bfloat16(x));
+    }
+    cpu::apply_rope(q.data(), positions.data(), n, nh, hd, inv_freq.data(), c.layout);
+    cpu::apply_rope(k.data(), positions.data(), n, nkv, hd, inv_freq.data(), c.layout);
+    std::vector<float> kc(num_slots * kv_dim, 0.0f), vc(num_slots * kv_dim, 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+      std::copy(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim, kc.begin() + slots[t] * kv_dim);
+      std::copy(v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim, vc.begin() + slots[t] * kv_dim);
+    }
+
+    bf16* dqkv = to_device(to_bf16(qkv));
+    bf16* dbias = to_device(to_bf16(bias));
+    bf16* dqn = to_device(to_bf16(qn));
+    bf16* dkn = to_device(to_bf16(kn));
+    int32_t* dpos = to_device(positions);
+    int64_t* dslots = to_device(slots);
+    float* dfreq = to_device(inv_freq);
+    bf16* dq = to_device(std::vector<bf16>(q.size()));
+    bf16* dkc = to_device(to_bf16(std::vector<float>(kc.size(), 0.0f)));
+    bf16* dvc = to_device(to_bf16(std::vector<float>(vc.size(), 0.0f)));
+    cuda::qkv_rope_cache(dqkv, c.bias ? dbias : nullptr, c.qk_norm ? dqn : nullptr, c.qk_norm ? dkn : nullptr, eps,
+                         dpos, dslots, n, nh, nkv, hd, dfreq, c.layout, dq, dkc, dvc, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::string what = "heads " + std::to_string(nh) + "/" + std::to_string(nkv) + " head_dim " +
+                             std::to_string(hd) + (c.bias ? " bias" : "") + (c.qk_norm ? " qk_norm" : "");
+    EXPECT_LT(worst_relative(from_device(dq, q.size()), q, 0.05), 0.02) << "q, " << what;
+    EXPECT_LT(worst_relative(from_device(dkc, kc.size()), kc, 0.05), 0.02) << "k cache, " << what;
+    EXPECT_EQ(from_device(dvc, vc.size()), vc) << "v cache (bias add and rounding only), " << what;
+    for (void* p : {static_cast<void*>(dqkv), static_cast<void*>(dbias), static_cast<void*>(dqn),
+                    static_cast<void*>(dkn), static_cast<void*>(dpos), static_cast<void*>(dslots),
+                    static_cast<void*>(dfreq), static_cast<void*>(dq), static_cast<void*>(dkc),
+                    static_cast<void*>(dvc)}) {
+      cudaFree(p);
+    }
+  }
+}
+
+TEST(CudaFusedOps, SiluAndMulFusedAndGatherRowsMatchCpu) {
+  if (!device_present()) GTEST_SKIP() << "no CUDA device";
+  std::mt19937 rng(8);
+  const int64_t n = 7, inter = 1536, dim = 576;
+  auto gate_up = random_bf16_values(n * 2 * inter, rng, 2.0f);
+  std::vector<float> gate(n * inter), up(n * inter), want(n * inter);
+  for (int64_t t = 0; t < n; ++t) {
+    std::copy(gate_up.begin() + t * 2 * inter, gate_up.begin() + t * 2 * inter + inter, gate.begin() + t * inter);
+    std::copy(gate_up.begin() + t * 2 * inter + inter, gate_up.begin() + (t + 1) * 2 * inter, up.begin() + t * inter);
+  }
+  cpu::silu_and_mul(gate.data(), up.data(), n, inter, want.data());
+  bf16* dgu = to_device(to_bf16(gate_up));
+  bf16* dout = to_device(std::vector<bf16>(n * inter));
+  cuda::silu_and_mul_fused(dgu, n, inter, dout, nullptr);
+  auto x = random_bf16_values(n * dim, rng);
+  const std::vector<int32_t> idx = {6, 0, 3, 3};
+  bf16* dx = to_device(to_bf16(x));
+  int32_t* didx = to_device(idx);
+  bf16* dsel = to_device(std::vector<bf16>(idx.size() * dim));
+  cuda::gather_rows(dx, didx, static_cast<int64_t>(idx.size()), dim, dsel, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_LT(worst_relative(from_device(dout, want.size()), want, 1e-3), 1.0 / 128);
+  std::vector<float> sel_want;
+  for (int32_t r : idx) sel_want.insert(sel_want.end(), x.begin() + r * dim, x.begin() + (r + 1) * dim);
+  EXPECT_EQ(from_device(dsel, sel_want.size()), sel_want);
+  for (void* p : {static_cast<void*>(dgu), static_cast<void*>(dout), static_cast<void*>(dx), static_cast<void*>(didx),
+                  static_cast<void*>(dsel)}) {
+    cudaFree(p);
+  }
+}
+
+}  // namespace
+}  // namespace tessera

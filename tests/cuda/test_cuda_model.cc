@@ -1,0 +1,142 @@
+// The whole model on the CUDA backend (--device cuda) against Hugging Face transformers'
+// greedy goldens (tools/reference/hf_greedy_reference.py): the tiny random models of
+// tests/data, SmolLM2-135M (its Q4_1 GGUF dequantized to bf16) when installed, and any
+// golden listed in TESSERA_CUDA_GOLDENS (path:path..., e.g. the Llama-3.1-8B-shape random
+// model made on the GPU machine by scripts/gpu-check.sh). All prompts of a golden run as one
+// batch. Where a token differs from HF's, each side's token must be in the other's top-5,
+// after which the case stops (vLLM's check_logprobs_close); the logprobs of agreeing tokens
+// are reported, bounded loosely since the engine runs bf16 activations.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/test_paths.h"
+#include "tessera/llm.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_device() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::vector<std::string> golden_paths() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(testing::test_data()) / "golden", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("hf-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (const char* extra = std::getenv("TESSERA_CUDA_GOLDENS")) {
+    std::stringstream ss(extra);
+    for (std::string p; std::getline(ss, p, ':');) {
+      if (!p.empty()) files.push_back(p);
+    }
+  }
+  return files;
+}
+
+std::string model_path(const nlohmann::json& source) {
+  const fs::path repo = fs::path(testing::test_data()) / ".." / "..";
+  if (source.contains("file")) {
+    const std::string file = source["file"].get<std::string>();
+    if (file.find("SmolLM2-135M-Instruct") != std::string::npos) return testing::default_model();
+    return fs::path(file).is_absolute() ? file : (repo / file).string();
+  }
+  const std::string dir = source["dir"].get<std::string>();
+  return fs::path(dir).is_absolute() ? dir : (repo / dir).string();
+}
+
+bool in_top5(const std::vector<std::pair<double, int32_t>>& sorted, int32_t id) {
+  for (size_t k = 0; k < std::min<size_t>(5, sorted.size()); ++k) {
+    if (sorted[k].second == id) return true;
+  }
+  return false;
+}
+
+class CudaHfReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  std::ifstream in(GetParam());
+  const auto golden = nlohmann::json::parse(in);
+  const std::string path = model_path(golden["source"]);
+  if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
+  EngineArgs args;
+  args.model = path;
+  args.device = "cuda";
+  args.disable_progress_bar = true;
+  args.disable_log_stats = true;
+  args.max_model_len = 2048;
+  args.gpu_memory_utilization = 0.5;
+  auto llm = LLM::create(args);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+
+  std::vector<PromptInput> prompts;
+  for (const auto& c : golden["cases"]) prompts.emplace_back(c["prompt_token_ids"].get<std::vector<int32_t>>());
+  SamplingParams params;
+  params.temperature = 0;
+  params.ignore_eos = true;
+  params.max_tokens = golden["max_tokens"].get<int64_t>();
+  params.logprobs = 5;  // logits rows go to the host
+  const std::vector<RequestOutput> outs = (*llm)->generate(prompts, params);
+  SamplingParams device_params = params;
+  device_params.logprobs = 0;  // sampled on the device
+  const std::vector<RequestOutput> device_outs = (*llm)->generate(prompts, device_params);
+  ASSERT_EQ(outs.size(), prompts.size());
+
+  int compared = 0, diverged = 0;
+  double max_diff = 0;
+  for (size_t ci = 0; ci < prompts.size(); ++ci) {
+    const auto& c = golden["cases"][ci];
+    const auto ref_ids = c["token_ids"].get<std::vector<int32_t>>();
+    const CompletionOutput& o = outs[ci].outputs[0];
+    ASSERT_EQ(o.token_ids.size(), ref_ids.size());
+    EXPECT_EQ(device_outs[ci].outputs[0].token_ids, o.token_ids) << "device greedy vs host greedy, case " << ci;
+    for (size_t i = 0; i < ref_ids.size(); ++i) {
+      const int32_t tok = o.token_ids[i];
+      if (tok == ref_ids[i]) {
+        max_diff = std::max(max_diff, std::fabs(o.logprobs[i][0].second - c["token_logprobs"][i].get<double>()));
+        ++compared;
+        continue;
+      }
+      std::vector<std::pair<double, int32_t>> ref_sorted, ours_sorted;
+      for (const auto& [id, lp] : c["logprobs"][i].items()) ref_sorted.emplace_back(lp.get<double>(), std::stoi(id));
+      std::sort(ref_sorted.rbegin(), ref_sorted.rend());
+      for (const auto& [id, lp] : o.logprobs[i]) ours_sorted.emplace_back(lp, id);
+      std::sort(ours_sorted.rbegin(), ours_sorted.rend());
+      EXPECT_TRUE(in_top5(ref_sorted, tok) && in_top5(ours_sorted, ref_ids[i]))
+          << "prompt of " << c["prompt_token_ids"].size() << " tokens, position " << i << ": ours " << tok << ", HF "
+          << ref_ids[i];
+      ++diverged;
+      break;
+    }
+  }
+  std::printf("[ %s on CUDA ] %d positions compared, %d of %zu cases diverged, max |logprob diff| %.4f\n",
+              golden["model"].get<std::string>().c_str(), compared, diverged, prompts.size(), max_diff);
+  EXPECT_GT(compared, 0);
+  EXPECT_LT(max_diff, 0.5) << "bf16 activations should stay within 0.5 nats of transformers";
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, CudaHfReference, ::testing::ValuesIn(golden_paths()), [](const auto& info) {
+  std::string n = fs::path(info.param).stem().string();
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+});
+
+}  // namespace
+}  // namespace tessera
