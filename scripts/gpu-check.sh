@@ -8,10 +8,13 @@
 #            models vs transformers' goldens), bench_cuda_ops
 #   ctest    the whole ctest suite
 #   model8b  a random Llama-3.1-8B-shape checkpoint (tools/reference/make_random_llama8b.py,
-#            kept in $MODEL8B between calls), transformers' greedy golden for it on the GPU
-#            (8 prompts x 64 tokens, bf16), and cuda_tests' whole-model check against it
+#            kept in $MODEL8B between calls; the Llama 3.1 tokenizer from .gpu-data when
+#            carried), transformers' greedy golden for it on the GPU (8 prompts x 64 tokens,
+#            the bf16 weights run in fp32), and cuda_tests' whole-model check against it
 #   bench8b  the issue's speed figures on that checkpoint: batch-1 decode, vLLM's latency
-#            test, offline throughput (128 x 512 -> 256 and 1000 x 1000 -> 1000), cold start
+#            test, offline throughput (128 x 512 -> 256 and 1000 x 1000 -> 1000)
+#   serve8b  cold start of `tessera serve` (process start to /health 200) and `tessera bench
+#            serve` 1000 -> 1000 tokens at concurrency 64
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG=${1:?usage: scripts/gpu-check.sh LOGDIR [STAGE...]}
@@ -44,8 +47,10 @@ step build ninja -C "$BUILD" -j "$(nproc)" -k 0 || { grep -E "error|FAILED" "$LO
 if has ops; then
   step devices "$BIN/cuda_devices" && cat "$LOG/devices.log"
   SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests"
-  grep -E "ERROR SUMMARY|PASSED|FAILED|on CUDA \]" "$LOG/memcheck.log" | tail -25
+  step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests" --gtest_filter='-*CudaHfReference*'
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOG/memcheck.log" | tail -12
+  step models_vs_hf "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*'
+  grep -E "on CUDA \]|PASSED|FAILED" "$LOG/models_vs_hf.log" | tail -25
   step bench_cuda_ops "$BIN/bench_cuda_ops" && cat "$LOG/bench_cuda_ops.log"
 fi
 
@@ -58,9 +63,10 @@ fi
 if has model8b; then
   [ -f "$MODEL8B/config.json" ] && [ -f "$MODEL8B/model.safetensors.index.json" ] \
     || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
+  [ -d .gpu-data/llama3_1 ] && cp .gpu-data/llama3_1/tokenizer*.json "$MODEL8B/"
   GOLDEN=$LOG/hf-llama8b-random.json
   step hf_golden8b python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" --random-prompts \
-    --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype bfloat16 --threads 16 --out "$GOLDEN" \
+    --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype float32 --threads 16 --out "$GOLDEN" \
     || tail -20 "$LOG/hf_golden8b.log"
   step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'
   grep -E "on CUDA \]|OK \]|FAILED|Failure|error" "$LOG/model8b_vs_hf.log" | head -20
@@ -73,7 +79,26 @@ if has bench8b; then
   step latency_b8 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 8 --input-len 32 \
     --output-len 128 --num-iters 10 --num-iters-warmup 3 && tail -4 "$LOG/latency_b8.log"
   step throughput_512 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
-    --input-len 512 --output-len 256 && tail -3 "$LOG/throughput_512.log"
-  step throughput_1000 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
-    --input-len 1000 --output-len 1000 && tail -3 "$LOG/throughput_1000.log"
+    --input-len 512 --output-len 256 --max-num-batched-tokens 8192 && tail -3 "$LOG/throughput_512.log"
+  step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
+    --input-len 1000 --output-len 1000 --max-num-seqs 512 --max-num-batched-tokens 8192 \
+    && tail -3 "$LOG/throughput_1000.log"
+fi
+
+if has serve8b; then
+  T="$BIN/tessera"
+  PORT=8011
+  t0=$(date +%s.%N)
+  "$T" serve "$MODEL8B" --port $PORT --max-model-len 4096 > "$LOG/serve8b.log" 2>&1 &
+  SERVER=$!
+  until curl -sf "http://127.0.0.1:$PORT/health" > /dev/null; do
+    kill -0 $SERVER 2> /dev/null || { echo "server died"; tail -20 "$LOG/serve8b.log"; break; }
+    sleep 0.02
+  done
+  echo "cold start (process start to /health 200): $(echo "$(date +%s.%N) - $t0" | bc) s"
+  step bench_serve8b "$T" bench serve --base-url "http://127.0.0.1:$PORT" --dataset random --random-input-len 1000 \
+    --random-output-len 1000 --num-prompts 320 --max-concurrency 64 --request-rate inf \
+    --output-json "$LOG/bench_serve8b.json"
+  grep -E "Mean|Median|P99|throughput" "$LOG/bench_serve8b.log" | head -20
+  kill -TERM $SERVER; wait $SERVER
 fi
