@@ -64,25 +64,29 @@ if has model8b; then
   [ -f "$MODEL8B/config.json" ] && [ -f "$MODEL8B/model.safetensors.index.json" ] \
     || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
   [ -d .gpu-data/llama3_1 ] && cp .gpu-data/llama3_1/tokenizer*.json "$MODEL8B/"
-  GOLDEN=$LOG/hf-llama8b-random.json
-  step hf_golden8b python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" --random-prompts \
+  GOLDEN=$MODEL8B/hf-llama8b-random.json
+  [ -f "$GOLDEN" ] || step hf_golden8b python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" --random-prompts \
     --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype float32 --threads 16 --out "$GOLDEN" \
     || tail -20 "$LOG/hf_golden8b.log"
+  cp "$GOLDEN" "$LOG/"
   step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'
-  grep -E "on CUDA \]|OK \]|FAILED|Failure|error" "$LOG/model8b_vs_hf.log" | head -20
+  grep -E -A3 "on CUDA \]|OK \]|FAILED|Failure|error" "$LOG/model8b_vs_hf.log" | cut -c1-600 | head -40
 fi
 
 if has bench8b; then
   T="$BIN/tessera"
+  export TESSERA_CUDA_PROFILE=1
   step decode_b1 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 1 --input-len 128 \
-    --output-len 256 --num-iters 3 && tail -4 "$LOG/decode_b1.log"
+    --output-len 256 --num-iters 3 && tail -6 "$LOG/decode_b1.log"
   step latency_b8 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 8 --input-len 32 \
-    --output-len 128 --num-iters 10 --num-iters-warmup 3 && tail -4 "$LOG/latency_b8.log"
+    --output-len 128 --num-iters 10 --num-iters-warmup 3 && tail -6 "$LOG/latency_b8.log"
   step throughput_512 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
-    --input-len 512 --output-len 256 --max-num-batched-tokens 8192 && tail -3 "$LOG/throughput_512.log"
+    --input-len 512 --output-len 256 --max-num-batched-tokens 8192
+  grep -E "Throughput|preemptions|profile" "$LOG/throughput_512.log"
   step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
-    --input-len 1000 --output-len 1000 --max-num-seqs 512 --max-num-batched-tokens 8192 \
-    && tail -3 "$LOG/throughput_1000.log"
+    --input-len 1000 --output-len 1000 --max-num-seqs 384 --max-num-batched-tokens 8192
+  grep -E "Throughput|preemptions|profile" "$LOG/throughput_1000.log"
+  unset TESSERA_CUDA_PROFILE
 fi
 
 if has serve8b; then

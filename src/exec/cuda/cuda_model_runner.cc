@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,7 +11,32 @@
 
 namespace tessera::cuda {
 
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void CudaModelRunner::Profile::report() const {
+  for (const auto& [name, s] : {std::pair{"decode graph", graph}, std::pair{"eager", eager}}) {
+    if (s.steps == 0) continue;
+    const double n = static_cast<double>(s.steps);
+    std::fprintf(stderr,
+                 "tessera: CUDA profile, %s steps: %lld; per step: host planning %.3f ms, enqueue %.3f ms, device "
+                 "%.3f ms, host wait %.3f ms, outside the runner %.3f ms\n",
+                 name, static_cast<long long>(s.steps), s.plan_ms / n, s.enqueue_ms / n, s.device_ms / n, s.wait_ms / n,
+                 s.outside_ms / n);
+  }
+}
+
 CudaModelRunner::~CudaModelRunner() {
+  if (profile_.enabled) {
+    profile_.report();
+    cudaEventDestroy(profile_.begin);
+    cudaEventDestroy(profile_.end);
+  }
   for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
@@ -65,6 +91,11 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   if (Status s = r->dev_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
   if (Status s = r->host_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
   if (Status s = r->dev_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
+  if (const char* p = std::getenv("TESSERA_CUDA_PROFILE"); p != nullptr && *p != '\0' && *p != '0') {
+    r->profile_.enabled = true;
+    TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.begin), "cudaEventCreate");
+    TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.end), "cudaEventCreate");
+  }
   if (Status s = r->host_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
   return r;
 }
@@ -95,6 +126,7 @@ void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& l
 }
 
 Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+  const double t_start = profile_.enabled ? now_ms() : 0.0;
   rows->assign(out.requests.size(), LogitsRows{});
   int32_t* in = host_in_.get();
   const Layout& l = layout_;
@@ -163,6 +195,8 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   }
 
   for (int64_t i = num_rows; i < launch_tokens; ++i) host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
+  const double t_planned = profile_.enabled ? now_ms() : 0.0;
+  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin, stream_), "profile");
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(),
                                    std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
                                    cudaMemcpyHostToDevice, stream_),
@@ -208,7 +242,22 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   TESSERA_CUDA_TRY(cudaMemcpyAsync(host_next_.get(), dev_next_.get(), num_rows * sizeof(int32_t),
                                    cudaMemcpyDeviceToHost, stream_),
                    "sampled tokens");
+  const double t_enqueued = profile_.enabled ? now_ms() : 0.0;
+  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.end, stream_), "profile");
   TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "step");
+  if (profile_.enabled) {
+    const double t_done = now_ms();
+    float device_ms = 0;
+    cudaEventElapsedTime(&device_ms, profile_.begin, profile_.end);
+    Profile::Sums& sums = bucket > 0 ? profile_.graph : profile_.eager;
+    sums.steps += 1;
+    sums.plan_ms += t_planned - t_start;
+    sums.enqueue_ms += t_enqueued - t_planned;
+    sums.device_ms += device_ms;
+    sums.wait_ms += t_done - t_enqueued;
+    if (profile_.last_end > 0) sums.outside_ms += t_start - profile_.last_end;
+    profile_.last_end = t_done;
+  }
   for (LogitsRows& lr : *rows) {
     if (lr.sample_row >= 0 && !host_row[lr.sample_row]) {
       lr.sampled_token = host_next_[lr.sample_row];

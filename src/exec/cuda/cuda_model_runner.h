@@ -75,6 +75,19 @@ class CudaModelRunner : public ModelRunner {
   DeviceBuffer<int32_t> dev_next_;  // [max_tokens] the sampled token of every row
   PinnedBuffer<int32_t> host_next_;
   std::vector<float> host_logits_;  // [rows, vocab]; only the rows the host processes are filled
+
+  // TESSERA_CUDA_PROFILE=1: where a step's time goes (host planning, device, outside the
+  // runner), averaged over decode-graph steps and other steps, printed to stderr.
+  struct Profile {
+    bool enabled = false;
+    cudaEvent_t begin = nullptr, end = nullptr;
+    double last_end = 0;  // host clock when the previous step returned
+    struct Sums {
+      int64_t steps = 0;
+      double plan_ms = 0, enqueue_ms = 0, device_ms = 0, wait_ms = 0, outside_ms = 0;
+    } graph, eager;
+    void report() const;
+  } profile_;
 };
 
 }  // namespace tessera::cuda
