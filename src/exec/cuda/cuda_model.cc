@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cuda/fused_ops.h"
+#include "backend/cuda/gemv.h"
 #include "exec/cuda/weight_upload.h"
 
 namespace tessera::cuda {
@@ -134,6 +135,13 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   return m;
 }
 
+bool CudaModel::uses_gemv(int64_t num_tokens) const {
+  const ModelConfig& c = config_;
+  const int64_t q_dim = c.num_attention_heads * c.head_dim;
+  return num_tokens <= kGemvMaxTokens && gemv_supported(num_tokens, c.hidden_size) &&
+         gemv_supported(num_tokens, q_dim) && gemv_supported(num_tokens, c.intermediate_size);
+}
+
 Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
                                  cudaStream_t stream) {
   const ModelConfig& c = config_;
@@ -141,40 +149,86 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   const int64_t d = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   const int64_t qkv_dim = (nh + 2 * nkv) * hd, inter = c.intermediate_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  AttentionShape shape{nh, nkv, hd, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd)),
-                       c.sliding_window.value_or(0)};
+  const AttentionShape shape{nh, nkv, hd, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd)),
+                             c.sliding_window.value_or(0)};
+  const bool small = uses_gemv(n);
+  auto mark = [&](OpTimer::Op op) {
+    if (timer_ != nullptr) timer_->mark(op, stream);
+  };
+  // Few tokens (decode): fused GEMVs that stream the weights at the memory's speed, the
+  // norms in their prologues and the residual adds in their epilogues, chained with
+  // programmatic dependent launch. More tokens: cuBLASLt GEMMs with separate norms.
+  const GemvOptions pdl{.pdl = true};
   embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
+  mark(OpTimer::kEmbed);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const CudaLayer& w = layers_[l];
-    // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
-    if (l == 0) {
-      rms_norm(act.hidden.get(), w.attn_norm, eps, n, d, act.branch.get(), stream);
+    bf16* k_cache = kv.k(static_cast<int64_t>(l));
+    bf16* v_cache = kv.v(static_cast<int64_t>(l));
+    if (small) {
+      TESSERA_GEMM_TRY(gemv({act.hidden.get(), nullptr, w.attn_norm, eps}, w.qkv, n, d, qkv_dim, act.qkv.get(), stream,
+                            pdl));
     } else {
-      fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.attn_norm, eps, n, d, stream);
+      // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
+      if (l == 0) {
+        rms_norm(act.hidden.get(), w.attn_norm, eps, n, d, act.branch.get(), stream);
+      } else {
+        fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.attn_norm, eps, n, d, stream);
+      }
+      mark(OpTimer::kNorm);
+      TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
     }
-    TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
+    mark(OpTimer::kQkvGemm);
     qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping, n,
-                   nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), kv.k(static_cast<int64_t>(l)),
-                   kv.v(static_cast<int64_t>(l)), stream);
-    paged_attention(act.q.get(), kv.k(static_cast<int64_t>(l)), kv.v(static_cast<int64_t>(l)), step.meta, shape,
-                    step.num_splits, act.attention_workspace.get(), act.attn.get(), stream);
+                   nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
+    mark(OpTimer::kRopeCache);
+    paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
+                    act.attn.get(), stream);
+    mark(OpTimer::kAttention);
+    if (small) {
+      TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
+      mark(OpTimer::kOGemm);
+      TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
+                                     act.act.get(), stream, pdl));
+      mark(OpTimer::kGateUpGemm);
+      TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
+      mark(OpTimer::kDownGemm);
+      continue;
+    }
     TESSERA_GEMM_TRY(gemm_.matmul(act.attn.get(), w.o, n, nh * hd, d, act.branch.get(), stream));
+    mark(OpTimer::kOGemm);
     fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.ffn_norm, eps, n, d, stream);
+    mark(OpTimer::kNorm);
     TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
+    mark(OpTimer::kGateUpGemm);
     silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
+    mark(OpTimer::kSilu);
     TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
+    mark(OpTimer::kDownGemm);
   }
-  // The last residual add and the final norm, over every token (cheap next to a layer).
-  fused_add_rms_norm(act.branch.get(), act.hidden.get(), final_norm_, eps, n, d, stream);
-  gather_rows(act.branch.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
+  if (!small) {
+    // The last residual add and the final norm, over every token (cheap next to a layer),
+    // then the rows that need logits.
+    fused_add_rms_norm(act.branch.get(), act.hidden.get(), final_norm_, eps, n, d, stream);
+    gather_rows(act.branch.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
+    mark(OpTimer::kLogitsRows);
+  }
   return cuda_status(cudaGetLastError(), "forward");
 }
 
-Status CudaModel::lm_head(const CudaActivations& act, int64_t first_row, int64_t num_rows, float* logits,
-                          cudaStream_t stream) {
+Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
+                          float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
-  TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
-                                    logits, stream));
+  if (uses_gemv(step.meta.num_tokens)) {
+    // The residual stream's rows, gathered and normed in the GEMV's prologue.
+    TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
+                               static_cast<float>(config_.rms_norm_eps)},
+                              lm_head_, num_rows, d, config_.vocab_size, logits, stream, GemvOptions{.pdl = true}));
+  } else {
+    TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
+                                      logits, stream));
+  }
+  if (timer_ != nullptr) timer_->mark(OpTimer::kLmHead, stream);
   return Status();
 }
 

@@ -1,0 +1,288 @@
+// Speed of the fused decode GEMVs (backend/cuda/gemv.h) against cuBLASLt
+// (backend/cuda/matmul.h) on the Llama-3.1-8B decode shapes (hidden 4096, q/k/v 6144, FFN
+// 14336, vocab 128256) at n = 1, 2, 4, 8 tokens. Every number is device time per call from
+// CUDA graph replays (as the engine runs decode), over 32 layers' own weights (8.4 GB in all,
+// random), so no weight is in L2 from the call before. Prints:
+//   per shape: each kernel variant (GemvOptions::variant), the default with PDL, cuBLASLt's
+//     GEMM alone (without the norm / silu / add kernels it needs around it), ms and GB/s;
+//   per n: the per-token sums 32 x (qkv + o + gate_up + down) + LM head of those;
+//   per n: whole chains in one graph: the fused layer (4 GEMVs) x 32 + LM head, with and
+//     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
+//     left out of both).
+// Run on the GPU machine.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/fused_ops.h"
+#include "backend/cuda/gemv.h"
+#include "backend/cuda/matmul.h"
+#include "backend/cuda/ops.h"
+
+namespace {
+
+namespace tc = tessera::cuda;
+using tc::bf16;
+
+void check(const std::string& err, const char* what) {
+  if (!err.empty()) {
+    std::fprintf(stderr, "bench_gemv: %s: %s\n", what, err.c_str());
+    std::exit(1);
+  }
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) check(std::string(cudaGetErrorString(e)), what);
+}
+
+// n bf16 values N(0, scale), a random tile of up to 16M values repeated (speed does not
+// depend on the values).
+bf16* device_random(size_t n, std::mt19937& rng, float scale) {
+  const size_t tile = std::min<size_t>(n, size_t{1} << 24);
+  std::vector<bf16> h(tile);
+  std::normal_distribution<float> d(0.0f, scale);
+  for (auto& x : h) x = static_cast<bf16>(d(rng));
+  bf16* p = nullptr;
+  check(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(bf16)), "cudaMalloc");
+  for (size_t i = 0; i < n; i += tile) {
+    check(cudaMemcpy(p + i, h.data(), std::min(tile, n - i) * sizeof(bf16), cudaMemcpyHostToDevice), "upload");
+  }
+  return p;
+}
+
+// Milliseconds per call of fn(i), i = 0 .. iters - 1, captured into one CUDA graph and
+// replayed (after an eager warm-up: cuBLASLt plans, kernel attributes).
+double graph_ms(cudaStream_t stream, int iters, const std::function<void(int)>& fn, int replays = 10) {
+  for (int i = 0; i < iters; ++i) fn(i);
+  check(cudaStreamSynchronize(stream), "warm-up");
+  cudaGraph_t graph;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
+  for (int i = 0; i < iters; ++i) fn(i);
+  check(cudaStreamEndCapture(stream, &graph), "capture");
+  cudaGraphExec_t exec;
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  check(cudaGraphLaunch(exec, stream), "replay");
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a, stream);
+  for (int r = 0; r < replays; ++r) cudaGraphLaunch(exec, stream);
+  cudaEventRecord(b, stream);
+  check(cudaEventSynchronize(b), "replay");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return ms / (static_cast<double>(replays) * iters);
+}
+
+constexpr int kLayers = 32;
+constexpr int64_t kHidden = 4096, kQkv = 6144, kInter = 14336, kVocab = 128256, kMaxN = 16;
+constexpr float kEps = 1e-5f;
+
+struct Model {
+  bf16 *qkv, *o, *gate_up, *down, *lm_head, *attn_norm, *ffn_norm, *final_norm;  // layer weights back to back
+  const bf16* qkv_w(int l) const { return qkv + l * kQkv * kHidden; }
+  const bf16* o_w(int l) const { return o + l * kHidden * kHidden; }
+  const bf16* gate_up_w(int l) const { return gate_up + l * 2 * kInter * kHidden; }
+  const bf16* down_w(int l) const { return down + l * kHidden * kInter; }
+};
+
+struct Acts {
+  bf16 *hidden, *branch, *q, *attn, *gate_up, *act;
+  float* logits;
+  int32_t* rows;
+};
+
+enum Op { kQkvOp, kOOp, kGateUpOp, kDownOp, kLmHeadOp, kNumOps };
+const char* const kOpNames[] = {"qkv      6144 x 4096", "o        4096 x 4096", "gate_up 28672 x 4096",
+                                "down    4096 x 14336", "lm_head 128256 x 4096"};
+
+// Bytes an op moves at n tokens: weights, input rows, output (read + write for the adds).
+double op_bytes(Op op, int64_t n) {
+  switch (op) {
+    case kQkvOp:
+      return 2.0 * (kQkv * kHidden + n * kHidden + n * kQkv);
+    case kOOp:
+      return 2.0 * (kHidden * kHidden + n * kHidden + 2 * n * kHidden);
+    case kGateUpOp:
+      return 2.0 * (2 * kInter * kHidden + n * kHidden + n * kInter);
+    case kDownOp:
+      return 2.0 * (kHidden * kInter + n * kInter + 2 * n * kHidden);
+    default:
+      return 2.0 * (kVocab * kHidden + n * kHidden) + 4.0 * n * kVocab;
+  }
+}
+
+// The fused kernel of op at layer l.
+void run_fused(Op op, const Model& w, const Acts& a, int64_t n, int l, const tc::GemvOptions& opt,
+               cudaStream_t stream) {
+  switch (op) {
+    case kQkvOp:
+      check(tc::gemv({a.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, a.q, stream, opt), "qkv");
+      break;
+    case kOOp:
+      check(tc::gemv_add({a.attn}, w.o_w(l), n, kHidden, kHidden, a.hidden, stream, opt), "o");
+      break;
+    case kGateUpOp:
+      check(tc::gemv_silu_mul({a.hidden, nullptr, w.ffn_norm, kEps}, w.gate_up_w(l), n, kHidden, kInter, a.act, stream,
+                              opt),
+            "gate_up");
+      break;
+    case kDownOp:
+      check(tc::gemv_add({a.act}, w.down_w(l), n, kInter, kHidden, a.hidden, stream, opt), "down");
+      break;
+    default:
+      check(tc::gemv_f32({a.hidden, a.rows, w.final_norm, kEps}, w.lm_head, n, kHidden, kVocab, a.logits, stream, opt),
+            "lm_head");
+  }
+}
+
+// cuBLASLt's GEMM of op at layer l (alone).
+void run_cublas(tc::Gemm& gemm, Op op, const Model& w, const Acts& a, int64_t n, int l, cudaStream_t stream) {
+  switch (op) {
+    case kQkvOp:
+      check(gemm.matmul(a.branch, w.qkv_w(l), n, kHidden, kQkv, a.q, stream), "qkv");
+      break;
+    case kOOp:
+      check(gemm.matmul(a.attn, w.o_w(l), n, kHidden, kHidden, a.branch, stream), "o");
+      break;
+    case kGateUpOp:
+      check(gemm.matmul(a.branch, w.gate_up_w(l), n, kHidden, 2 * kInter, a.gate_up, stream), "gate_up");
+      break;
+    case kDownOp:
+      check(gemm.matmul(a.act, w.down_w(l), n, kInter, kHidden, a.branch, stream), "down");
+      break;
+    default:
+      check(gemm.matmul_f32(a.branch, w.lm_head, n, kHidden, kVocab, a.logits, stream), "lm_head");
+  }
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "bench_gemv: no CUDA device\n");
+    return 1;
+  }
+  std::mt19937 rng(1);
+  Model w;
+  w.qkv = device_random(size_t{kLayers} * kQkv * kHidden, rng, 0.02f);
+  w.o = device_random(size_t{kLayers} * kHidden * kHidden, rng, 0.02f);
+  w.gate_up = device_random(size_t{kLayers} * 2 * kInter * kHidden, rng, 0.02f);
+  w.down = device_random(size_t{kLayers} * kHidden * kInter, rng, 0.02f);
+  w.lm_head = device_random(size_t{kVocab} * kHidden, rng, 0.02f);
+  w.attn_norm = device_random(kHidden, rng, 1.0f);
+  w.ffn_norm = device_random(kHidden, rng, 1.0f);
+  w.final_norm = device_random(kHidden, rng, 1.0f);
+  Acts a;
+  a.hidden = device_random(kMaxN * kHidden, rng, 1.0f);
+  a.branch = device_random(kMaxN * kHidden, rng, 1.0f);
+  a.q = device_random(kMaxN * kQkv, rng, 1.0f);
+  a.attn = device_random(kMaxN * kHidden, rng, 1.0f);
+  a.gate_up = device_random(kMaxN * 2 * kInter, rng, 1.0f);
+  a.act = device_random(kMaxN * kInter, rng, 1.0f);
+  check(cudaMalloc(reinterpret_cast<void**>(&a.logits), kMaxN * kVocab * sizeof(float)), "cudaMalloc");
+  {
+    std::vector<int32_t> rows(kMaxN);
+    for (int i = 0; i < kMaxN; ++i) rows[i] = i;
+    check(cudaMalloc(reinterpret_cast<void**>(&a.rows), kMaxN * sizeof(int32_t)), "cudaMalloc");
+    check(cudaMemcpy(a.rows, rows.data(), kMaxN * sizeof(int32_t), cudaMemcpyHostToDevice), "upload");
+  }
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  tc::Gemm gemm;
+  const int variants = tc::gemv_variant_count();
+  std::printf("variants:");
+  for (int v = 0; v < variants; ++v) {
+    std::printf("  v%d = %d warps x %d stages", v, tc::gemv_variant(v).warps, tc::gemv_variant(v).stages);
+  }
+  std::printf("\n");
+
+  for (int64_t n : {1, 2, 4, 8}) {
+    std::printf("\nn = %lld: us (GB/s)\n", static_cast<long long>(n));
+    double sum_v0 = 0, sum_best = 0, sum_pdl = 0, sum_cublas = 0;
+    for (int opi = 0; opi < kNumOps; ++opi) {
+      const Op op = static_cast<Op>(opi);
+      const int iters = op == kLmHeadOp ? 8 : kLayers;
+      const int weight_copies = op == kLmHeadOp ? 1 : kLayers;
+      auto show = [&](double ms) { std::printf(" %7.1f (%4.0f)", ms * 1e3, op_bytes(op, n) / (ms * 1e-3) / 1e9); };
+      std::printf("  %-22s", kOpNames[op]);
+      double best = 1e30;
+      for (int v = 0; v < variants; ++v) {
+        const double ms = graph_ms(stream, iters, [&](int i) {
+          run_fused(op, w, a, n, i % weight_copies, {false, v}, stream);
+        });
+        show(ms);
+        best = std::min(best, ms);
+        if (v == 0) sum_v0 += op == kLmHeadOp ? ms : kLayers * ms;
+      }
+      const double pdl = graph_ms(stream, iters, [&](int i) {
+        run_fused(op, w, a, n, i % weight_copies, {true, 0}, stream);
+      });
+      std::printf(" | pdl");
+      show(pdl);
+      const double cublas =
+          graph_ms(stream, iters, [&](int i) { run_cublas(gemm, op, w, a, n, i % weight_copies, stream); });
+      std::printf(" | cublasLt");
+      show(cublas);
+      std::printf("\n");
+      const double layers = op == kLmHeadOp ? 1 : kLayers;
+      sum_best += layers * best;
+      sum_pdl += layers * pdl;
+      sum_cublas += layers * cublas;
+    }
+    std::printf(
+        "  per step (32 layers + lm_head), kernels timed alone: gemv v0 %.3f ms, best variant %.3f ms, "
+        "v0+pdl %.3f ms, cuBLASLt GEMMs alone %.3f ms\n",
+        sum_v0, sum_best, sum_pdl, sum_cublas);
+
+    // Whole chains in one graph.
+    auto fused_chain = [&](bool pdl) {
+      return graph_ms(
+          stream, 1,
+          [&](int) {
+            for (int l = 0; l < kLayers; ++l) {
+              for (Op op : {kQkvOp, kOOp, kGateUpOp, kDownOp}) run_fused(op, w, a, n, l, {pdl, 0}, stream);
+            }
+            run_fused(kLmHeadOp, w, a, n, 0, {pdl, 0}, stream);
+          },
+          5);
+    };
+    const double fused = fused_chain(false), fused_pdl = fused_chain(true);
+    const double unfused = graph_ms(
+        stream, 1,
+        [&](int) {
+          for (int l = 0; l < kLayers; ++l) {
+            tc::fused_add_rms_norm(a.branch, a.hidden, w.attn_norm, kEps, n, kHidden, stream);
+            run_cublas(gemm, kQkvOp, w, a, n, l, stream);
+            run_cublas(gemm, kOOp, w, a, n, l, stream);
+            tc::fused_add_rms_norm(a.branch, a.hidden, w.ffn_norm, kEps, n, kHidden, stream);
+            run_cublas(gemm, kGateUpOp, w, a, n, l, stream);
+            tc::silu_and_mul_fused(a.gate_up, n, kInter, a.act, stream);
+            run_cublas(gemm, kDownOp, w, a, n, l, stream);
+          }
+          tc::fused_add_rms_norm(a.branch, a.hidden, w.final_norm, kEps, n, kHidden, stream);
+          tc::gather_rows(a.branch, a.rows, n, kHidden, a.attn, stream);
+          check(gemm.matmul_f32(a.attn, w.lm_head, n, kHidden, kVocab, a.logits, stream), "lm_head");
+        },
+        5);
+    const double weight_gb =
+        2.0 * (kLayers * (kQkv + kHidden + 2 * kInter + kInter) * kHidden + kVocab * kHidden) / 1e9;
+    std::printf(
+        "  one graph, 32 layers + lm_head (no attention): fused %.3f ms (%.0f GB/s), fused+pdl %.3f ms "
+        "(%.0f GB/s), unfused cuBLASLt + norms + silu %.3f ms (%.0f GB/s)\n",
+        fused, weight_gb / fused * 1e3, fused_pdl, weight_gb / fused_pdl * 1e3, unfused, weight_gb / unfused * 1e3);
+  }
+  check(cudaDeviceSynchronize(), "bench");
+  return 0;
+}
