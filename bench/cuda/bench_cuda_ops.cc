@@ -2,7 +2,10 @@
 // head_dim 128, FFN 14336), timed with CUDA events over repeated launches: GEMM TFLOP/s
 // for decode and prefill batches, decode attention time and the KV bandwidth it reaches
 // (batch 1 .. 256, ctx 512 and 4096; caches under ~50 MB stay in L2 across the repeats, so
-// theirs is L2 bandwidth), a prefill attention step, RMSNorm bandwidth. Run on the GPU
+// theirs is L2 bandwidth), prefill attention steps (causal FLOPs; with the prefill plan, as
+// the engine runs them, at 128 and 64 query rows per tile: 8 x 512, 1 x 2048, 4 x 1000 and a
+// 512-token chunk after 1536 cached; 8 x 512 also token by token on the split-KV kernel),
+// RMSNorm bandwidth. Run on the GPU
 // machine (scripts/gpu-check.sh runs it); prints one line per case. Random data: speed does
 // not depend on the values.
 #include <cuda_runtime_api.h>
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -98,8 +102,10 @@ int main() {
   int num_sms = 0;
   cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, 0);
   const int64_t block = 16, kv_dim = kv_heads * hd, max_model_len = 8192;
-  // `seqs` sequences of `ctx` keys each, the last `new_tokens` of them this step's queries.
-  auto attention = [&](int64_t seqs, int64_t ctx, int64_t new_tokens) {
+  // `seqs` sequences of `ctx` keys each, the last `new_tokens` of them this step's queries;
+  // tile_rows 128 or 64: the prefill plan (plan_attention) as the engine builds it for eager
+  // steps, with tiles of that many query rows; 0: no plan (every token split-KV).
+  auto attention = [&](int64_t seqs, int64_t ctx, int64_t new_tokens, int tile_rows) {
     const int64_t blocks_per_seq = (ctx + block - 1) / block, num_blocks = seqs * blocks_per_seq + 1;
     const int64_t tokens = seqs * new_tokens;
     bf16* kc = device_random_tiled(num_blocks * block * kv_dim, rng);
@@ -107,9 +113,10 @@ int main() {
     bf16* q = device_random<bf16>(tokens * heads * hd, rng);
     bf16* out = nullptr;
     cudaMalloc(reinterpret_cast<void**>(&out), tokens * heads * hd * sizeof(bf16));
-    std::vector<int32_t> pos, seq, indptr(seqs + 1), ids;
+    std::vector<int32_t> pos, seq, indptr(seqs + 1), ids, query_start_loc(seqs + 1);
     for (int64_t s = 0; s < seqs; ++s) {
       indptr[s] = static_cast<int32_t>(ids.size());
+      query_start_loc[s] = static_cast<int32_t>(pos.size());
       for (int64_t b = 0; b < blocks_per_seq; ++b) ids.push_back(static_cast<int32_t>(1 + s * blocks_per_seq + b));
       for (int64_t i = ctx - new_tokens; i < ctx; ++i) {
         pos.push_back(static_cast<int32_t>(i));
@@ -117,6 +124,11 @@ int main() {
       }
     }
     indptr[seqs] = static_cast<int32_t>(ids.size());
+    query_start_loc[seqs] = static_cast<int32_t>(pos.size());
+    std::vector<int32_t> plan(tessera::cuda::attention_plan_ints(tokens));
+    const tessera::cuda::AttentionPlanCounts counts =
+        tessera::cuda::plan_attention(pos.data(), query_start_loc.data(), seqs, heads, kv_heads, hd, plan.data(),
+                                      tile_rows > 0 ? tile_rows : 128);
     auto upload = [](const auto& v) {
       using T = typename std::decay_t<decltype(v)>::value_type;
       T* p = nullptr;
@@ -125,7 +137,12 @@ int main() {
       return p;
     };
     int32_t *dpos = upload(pos), *dseq = upload(seq), *dindptr = upload(indptr), *dids = upload(ids);
+    int32_t* dplan = upload(plan);
     tessera::cuda::AttentionMetadata meta{dpos, dseq, nullptr, dindptr, dids, tokens};
+    if (tile_rows > 0 && counts.prefill_tiles > 0) {
+      meta.plan = dplan, meta.plan_decode_tokens = counts.decode_tokens, meta.plan_prefill_tiles = counts.prefill_tiles;
+      meta.plan_tile_rows = counts.tile_rows;
+    }
     tessera::cuda::AttentionShape shape{heads, kv_heads, hd, block, 1.0f / 11.3137f, 0};
     const int splits = tessera::cuda::attention_num_splits(tokens, kv_heads, num_sms, max_model_len);
     void* ws = nullptr;
@@ -142,23 +159,32 @@ int main() {
       double keys = 0;
       for (int64_t i = 0; i < new_tokens; ++i) keys += static_cast<double>(ctx - new_tokens + i + 1);
       const double flops = 4.0 * seqs * keys * heads * hd;
-      std::printf("prefill attention %lld x %lld new tokens (ctx %lld): %8.3f ms  %6.1f TFLOP/s, %d splits\n",
+      std::printf("prefill attention %lld x %lld new tokens (ctx %lld): %8.3f ms  %6.1f TFLOP/s, %s\n",
                   static_cast<long long>(seqs), static_cast<long long>(new_tokens), static_cast<long long>(ctx), ms,
-                  flops / (ms * 1e-3) / 1e12, splits);
+                  flops / (ms * 1e-3) / 1e12,
+                  meta.plan != nullptr ? (std::to_string(counts.prefill_tiles) + " prefill tiles of " +
+                                          std::to_string(counts.tile_rows) + " rows").c_str()
+                                       : (std::to_string(splits) + " splits, token by token").c_str());
     }
     for (void* p : {static_cast<void*>(kc), static_cast<void*>(vc), static_cast<void*>(q), static_cast<void*>(out),
                     static_cast<void*>(dpos), static_cast<void*>(dseq), static_cast<void*>(dindptr),
-                    static_cast<void*>(dids), ws}) {
+                    static_cast<void*>(dids), static_cast<void*>(dplan), ws}) {
       cudaFree(p);
     }
   };
   for (int64_t batch : {1, 8, 64, 256}) {
     for (int64_t ctx : {512, 4096}) {
       if (2.0 * batch * ctx * kv_dim * sizeof(bf16) > 40e9) continue;  // the cache would not fit
-      attention(batch, ctx, 1);
+      attention(batch, ctx, 1, 128);  // a decode step: no prefill tiles, so no plan
     }
   }
-  attention(8, 512, 512);
+  attention(8, 512, 512, 0);  // the split-KV kernel alone, for comparison
+  for (int tile_rows : {128, 64}) {
+    attention(8, 512, 512, tile_rows);
+    attention(1, 2048, 2048, tile_rows);
+    attention(4, 1000, 1000, tile_rows);
+    attention(1, 2048, 512, tile_rows);  // a chunked-prefill continuation: 512 new tokens after 1536 cached
+  }
 
   // RMSNorm over a prefill batch.
   {

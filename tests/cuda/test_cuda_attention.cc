@@ -2,8 +2,11 @@
 // cpu::paged_attention on the same bf16 caches: mixed steps of prefill chunks, chunked-prefill
 // continuations and decodes at contexts 1 .. 4100, every case at several split counts, with
 // NaN in every cache slot no token may see and in the workspace and output before the call
-// (a read of either shows up as a NaN). Also a captured CUDA graph replayed after the
-// contexts changed, and the host-side split and workspace sizing (runs without a device).
+// (a read of either shows up as a NaN); each step with the prefill plan (plan_attention: runs
+// of prefill tokens in the tiled prefill kernel) and without it (every token split-KV). Long
+// prefill runs (1 .. 600 tokens, a 512-token chunk after 1536 cached) over GQA groups 1 .. 8,
+// 3 and windows. Also a captured CUDA graph replayed after the contexts changed, and the
+// host-side split, workspace and plan sizing (runs without a device).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/ops.h"
@@ -42,6 +46,10 @@ const std::vector<Seq> kMixed = {{0, 37}, {40, 20}, {0, 1},   {16, 1},   {99, 1}
                                  {700, 1}, {1500, 1}, {4099, 1}, {190, 70}};
 // Decodes only: few CTAs per split, so attention_num_splits gives many splits.
 const std::vector<Seq> kDecodes = {{4099, 1}, {0, 1}, {16, 1}, {99, 1}, {700, 1}, {1500, 1}};
+// Long prefill runs for the tiled prefill kernel: a 600-token prompt, runs just below and at
+// the 16-token threshold, 129 tokens (a partial last tile), a 512-token chunk after 1536
+// cached, a short continuation, and decodes beside them.
+const std::vector<Seq> kLong = {{0, 600}, {0, 1}, {0, 16}, {0, 15}, {0, 129}, {1536, 512}, {2047, 1}, {300, 37}};
 
 // A step's batch over block tables drawn from a shuffled pool of blocks 1 .. total_blocks - 1
 // (block 0 stays the null block).
@@ -101,14 +109,15 @@ int num_sms() {
   return sms;
 }
 
-std::string describe(const AttentionCase& c, const std::vector<Seq>& seqs, int splits) {
+std::string describe(const AttentionCase& c, const std::string& name, int splits) {
   return "paged_attention heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) + " head_dim " +
          std::to_string(c.head_dim) + " block " + std::to_string(c.block_size) + " window " +
-         std::to_string(c.sliding_window) + (seqs.size() == kMixed.size() ? " mixed" : " decodes") + " splits " +
-         std::to_string(splits);
+         std::to_string(c.sliding_window) + " " + name + " splits " + std::to_string(splits);
 }
 
-void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs, uint32_t seed) {
+void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs, uint32_t seed,
+                           const std::vector<int>& split_counts = {1, 3, 32}) {
+  const std::string name = &seqs == &kMixed ? "mixed" : &seqs == &kDecodes ? "decodes" : "long runs";
   std::mt19937 rng(seed);
   const int64_t total_blocks = blocks_needed(seqs, c.block_size) + 3;  // a few blocks no table holds
   const Step step = make_step(seqs, c.block_size, total_blocks, rng);
@@ -136,22 +145,42 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   DeviceBuffer<int64_t> dslots(batch.slot_mapping);
   cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
   cuda::AttentionShape gs{cs.num_heads, cs.num_kv_heads, cs.head_dim, cs.block_size, cs.scale, cs.sliding_window};
+  // The prefill plan at both tile sizes (128 and 64 query rows per CTA).
+  std::vector<int32_t> plan128(cuda::attention_plan_ints(T)), plan64(plan128.size());
+  const cuda::AttentionPlanCounts counts128 = cuda::plan_attention(
+      batch.positions.data(), batch.query_start_loc.data(), batch.num_seqs(), c.num_heads, c.num_kv_heads,
+      c.head_dim, plan128.data(), 128);
+  const cuda::AttentionPlanCounts counts64 = cuda::plan_attention(
+      batch.positions.data(), batch.query_start_loc.data(), batch.num_seqs(), c.num_heads, c.num_kv_heads,
+      c.head_dim, plan64.data(), 64);
+  DeviceBuffer<int32_t> dplan128(plan128), dplan64(plan64);
+  std::vector<std::pair<cuda::AttentionMetadata, std::string>> metas = {{meta, " without a plan"}};
+  for (const auto& [counts, dplan] : {std::pair{counts128, dplan128.p}, std::pair{counts64, dplan64.p}}) {
+    if (counts.prefill_tiles == 0) continue;  // the same call as without a plan
+    cuda::AttentionMetadata planned = meta;
+    planned.plan = dplan, planned.plan_decode_tokens = counts.decode_tokens;
+    planned.plan_prefill_tiles = counts.prefill_tiles, planned.plan_tile_rows = counts.tile_rows;
+    metas.emplace_back(planned, " with prefill tiles of " + std::to_string(counts.tile_rows) + " rows");
+  }
   cuda::write_kv_cache(dk.p, dv.p, meta, kv_dim, dkc.p, dvc.p, nullptr);
   CUDA_OK(cudaDeviceSynchronize());
   const std::vector<bf16> kc_back = dkc.download();
   EXPECT_EQ(std::memcmp(kc_back.data(), kc_written.data(), kc_back.size() * sizeof(bf16)), 0) << "write_kv_cache";
 
-  std::vector<int> splits = {1, 3, cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext), 32};
+  std::vector<int> splits = split_counts;
+  splits.push_back(cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext));
   std::sort(splits.begin(), splits.end());
   splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
-  for (int s : splits) {
-    DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
-    CUDA_OK(cudaMemset(ws.p, 0xff, ws.n));  // NaN floats: a partial read before written shows
-    CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
-    cuda::paged_attention(dq.p, dkc.p, dvc.p, meta, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
-    CUDA_OK(cudaGetLastError());
-    CUDA_OK(cudaDeviceSynchronize());
-    expect_close(dout.download(), want, kRel, 2e-3f, describe(c, seqs, s));
+  for (const auto& [m, plan_name] : metas) {
+    for (int s : splits) {
+      DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
+      CUDA_OK(cudaMemset(ws.p, 0xff, ws.n));  // NaN floats: a partial read before written shows
+      CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
+      cuda::paged_attention(dq.p, dkc.p, dvc.p, m, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
+      CUDA_OK(cudaGetLastError());
+      CUDA_OK(cudaDeviceSynchronize());
+      expect_close(dout.download(), want, kRel, 2e-3f, describe(c, name, s) + plan_name);
+    }
   }
 }
 
@@ -166,18 +195,32 @@ TEST(CudaAttention, PagedAttentionMatchesCpuOverMixedBatches) {
       }
     }
   }
-  for (const auto& seqs : {kMixed, kDecodes}) {
-    check_paged_attention({32, 8, 128, 16, 256}, seqs, seed++);  // sliding windows
-    check_paged_attention({8, 2, 64, 32, 100}, seqs, seed++);
-    check_paged_attention({9, 3, 64, 16, 0}, seqs, seed++);     // SmolLM2's heads: G = 3
-    check_paged_attention({7, 1, 128, 16, 0}, seqs, seed++);    // G = 7
-    check_paged_attention({12, 1, 64, 16, 0}, seqs, seed++);    // G = 12: 16-row CTAs
-    check_paged_attention({40, 2, 128, 16, 0}, seqs, seed++);   // G = 20: two head chunks
-    check_paged_attention({32, 8, 128, 24, 0}, seqs, seed++);   // a block size not a power of two
-    check_paged_attention({8, 4, 256, 16, 0}, seqs, seed++);    // head_dim 256 (Gemma)
-    check_paged_attention({24, 2, 256, 32, 0}, seqs, seed++);   // head_dim 256, G = 12: two chunks
-    check_paged_attention({8, 8, 256, 16, 300}, seqs, seed++);  // head_dim 256, window
+  for (const std::vector<Seq>* seqs : {&kMixed, &kDecodes}) {
+    check_paged_attention({32, 8, 128, 16, 256}, *seqs, seed++);  // sliding windows
+    check_paged_attention({8, 2, 64, 32, 100}, *seqs, seed++);
+    check_paged_attention({9, 3, 64, 16, 0}, *seqs, seed++);     // SmolLM2's heads: G = 3
+    check_paged_attention({7, 1, 128, 16, 0}, *seqs, seed++);    // G = 7
+    check_paged_attention({12, 1, 64, 16, 0}, *seqs, seed++);    // G = 12: 16-row CTAs
+    check_paged_attention({40, 2, 128, 16, 0}, *seqs, seed++);   // G = 20: two head chunks
+    check_paged_attention({32, 8, 128, 24, 0}, *seqs, seed++);   // a block size not a power of two
+    check_paged_attention({8, 4, 256, 16, 0}, *seqs, seed++);    // head_dim 256 (Gemma)
+    check_paged_attention({24, 2, 256, 32, 0}, *seqs, seed++);   // head_dim 256, G = 12: two chunks
+    check_paged_attention({8, 8, 256, 16, 300}, *seqs, seed++);  // head_dim 256, window
   }
+}
+
+// Long prefill runs through the tiled prefill kernel (and, without a plan, token by token).
+TEST(CudaAttention, PrefillTilesMatchCpuOverLongRuns) {
+  REQUIRE_DEVICE();
+  uint32_t seed = 500;
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t ratio : {1, 4, 8}) check_paged_attention({4 * ratio, 4, head_dim, 16, 0}, kLong, seed++, {1});
+    check_paged_attention({9, 3, head_dim, 16, 0}, kLong, seed++, {1});  // G = 3: 42-token tiles
+  }
+  check_paged_attention({32, 8, 128, 16, 256}, kLong, seed++, {1});  // Llama-8B shape, window 256
+  check_paged_attention({8, 2, 64, 32, 100}, kLong, seed++, {1});    // window 100
+  check_paged_attention({16, 2, 128, 24, 37}, kLong, seed++, {1});   // window 37, block 24
+  check_paged_attention({40, 2, 128, 16, 0}, kLong, seed++, {1});    // G = 20: 6-token tiles
 }
 
 // A graph captured at one step's contexts, replayed after the metadata in the same device
@@ -242,6 +285,41 @@ TEST(CudaAttention, SplitsFollowTheBatchAndWorkspaceFitsThem) {
   EXPECT_EQ(cuda::attention_num_splits(0, 8, 132, 4096), 16);
   EXPECT_EQ(cuda::attention_workspace_bytes(64, 32, 128, 1), 0u);
   EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4), 2u * 32 * 4 * (128 + 2) * sizeof(float));
+}
+
+// The prefill plan, on the host: runs of >= 16 tokens in tiles of 128 / G tokens (longest key
+// range first), the other tokens listed for the split-KV kernel.
+TEST(CudaAttention, PlanTilesPrefillRuns) {
+  ForwardBatch b;
+  const std::vector<int32_t> table(64, 1);
+  const std::vector<int32_t> tokens(300, 1);
+  b.add_sequence(tokens.data(), 40, 0, table, 16, true);    // tokens 0 .. 39: tiles of 32 + 8
+  b.add_sequence(tokens.data(), 1, 5, table, 16, true);     // token 40: a decode
+  b.add_sequence(tokens.data(), 15, 0, table, 16, true);    // tokens 41 .. 55: too short for tiles
+  b.add_sequence(tokens.data(), 70, 100, table, 16, true);  // tokens 56 .. 125: 32 + 32 + 6
+  const int64_t T = b.num_tokens();
+  std::vector<int32_t> plan(cuda::attention_plan_ints(T), -1);
+  const cuda::AttentionPlanCounts n =
+      cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 32, 8, 128, plan.data(), 128);
+  EXPECT_EQ(n.tile_rows, 128);
+  ASSERT_EQ(n.decode_tokens, 16);
+  ASSERT_EQ(n.prefill_tiles, 5);
+  EXPECT_LE(n.ints(), plan.size());
+  for (int32_t i = 0; i < 16; ++i) EXPECT_EQ(plan[i], 40 + i);
+  // (first token, tokens), the highest last position first.
+  const std::vector<int32_t> tiles(plan.begin() + 16, plan.begin() + 26);
+  EXPECT_EQ(tiles, (std::vector<int32_t>{120, 6, 88, 32, 56, 32, 32, 8, 0, 32}));
+  // 64-row tiles: 16 tokens at G = 4.
+  const cuda::AttentionPlanCounts n64 =
+      cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 32, 8, 128, plan.data(), 64);
+  EXPECT_EQ(n64.tile_rows, 64);
+  EXPECT_EQ(n64.decode_tokens, 16);
+  EXPECT_EQ(n64.prefill_tiles, 3 + 5);
+  // head_dim 256 (and G > 128) take no tiles: every token goes to the split-KV kernel.
+  const cuda::AttentionPlanCounts none =
+      cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 8, 4, 256, plan.data(), 128);
+  EXPECT_EQ(none.prefill_tiles, 0);
+  EXPECT_EQ(none.decode_tokens, T);
 }
 
 }  // namespace

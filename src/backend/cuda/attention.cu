@@ -25,6 +25,10 @@
 //     2c+1, 2c+8, 2c+9 at dims 64w + 8g .. +8 and pairs two keys' values with prmt, so dim
 //     tile 4w + q holds dims 64w + 8g + 2q (row g) and + 1 (row g + 8). No head rows idle.
 // With head_dim 256 a step is 8 keys and O^T uses the k8 mma.
+//
+// With a prefill plan (plan_attention, attention_prefill.cu) the runs of prefill tokens go to
+// the tiled prefill kernel first, and this kernel takes the plan's other tokens: grid
+// (decode tokens, ...), token = the plan's list at blockIdx.x; without one, token = blockIdx.x.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -35,11 +39,6 @@
 #include "common/check.h"
 
 namespace tessera::cuda {
-namespace detail {
-// attention_reduce.cu: merges the num_splits partials of each (token, head) row into out.
-void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows, int num_splits,
-                      int64_t head_dim, bf16* out, cudaStream_t stream);
-}  // namespace detail
 namespace {
 
 constexpr int kWarps = 4;
@@ -54,6 +53,7 @@ struct Params {
   const int32_t* token_seq;
   const int32_t* indptr;
   const int32_t* block_ids;
+  const int32_t* tokens;  // the CTAs' tokens (a plan's decode tokens), or null: token blockIdx.x
   int num_heads, num_kv_heads, group, head_chunks;
   int block_size, block_shift;  // block_shift: log2(block_size), or -1 when not a power of two
   int sliding_window;
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   __shared__ __align__(16) float o_s[kWarps][R][OP];
   __shared__ float m_s[kWarps][R], l_s[kWarps][R];
 
-  const int t = blockIdx.x, split = blockIdx.z;
+  const int t = p.tokens != nullptr ? p.tokens[blockIdx.x] : static_cast<int>(blockIdx.x), split = blockIdx.z;
   const int kvh = blockIdx.y / p.head_chunks;
   const int h0 = kvh * p.group + static_cast<int>(blockIdx.y % p.head_chunks) * R;
   const int nh = min(R, (kvh + 1) * p.group - h0);
@@ -362,7 +362,13 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   TESSERA_CHECK_MSG(num_splits >= 1 && num_splits <= 65535, "num_splits out of range");
   TESSERA_CHECK_MSG(num_splits == 1 || workspace != nullptr, "num_splits > 1 needs attention_workspace_bytes");
   TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
+  // A plan with prefill tiles: those first, then this kernel over the plan's other tokens.
+  const bool tiled = meta.plan != nullptr && meta.plan_prefill_tiles > 0;
+  if (tiled) detail::attention_prefill(q, k_cache, v_cache, meta, shape, out, stream);
+  const int64_t ctas_x = tiled ? meta.plan_decode_tokens : n;
+  if (ctas_x == 0) return;
   Params p{};
+  p.tokens = tiled ? meta.plan : nullptr;
   p.q = q, p.k_cache = k_cache, p.v_cache = v_cache;
   p.positions = meta.positions, p.token_seq = meta.token_seq;
   p.indptr = meta.block_table_indptr, p.block_ids = meta.block_table_ids;
@@ -384,7 +390,7 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   }
   const int64_t heads_y = shape.num_kv_heads * p.head_chunks;
   TESSERA_CHECK(heads_y <= 65535);
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads_y), static_cast<unsigned>(num_splits));
+  const dim3 grid(static_cast<unsigned>(ctas_x), static_cast<unsigned>(heads_y), static_cast<unsigned>(num_splits));
   if (d == 64) {
     rows == 16 ? launch<64, 16>(p, grid, stream) : launch<64, 8>(p, grid, stream);
   } else if (d == 128) {
@@ -393,8 +399,8 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
     launch<256, 8>(p, grid, stream);
   }
   if (num_splits > 1) {
-    const int64_t rows_out = n * shape.num_heads;
-    detail::attention_reduce(p.part_acc, p.part_m, p.part_l, rows_out, num_splits, d, out, stream);
+    detail::attention_reduce(p.part_acc, p.part_m, p.part_l, ctas_x * shape.num_heads, p.tokens, shape.num_heads,
+                             num_splits, d, out, stream);
   }
 }
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend/cuda/ops.h"
+#include "backend/cuda/attention_internal.h"
 
 namespace tessera::cuda {
 namespace {
@@ -24,9 +24,11 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
 __global__ void __launch_bounds__(128) attention_reduce_kernel(const float* __restrict__ part_acc,
                                                                const float* __restrict__ part_m,
                                                                const float* __restrict__ part_l, int64_t rows,
+                                                               const int32_t* __restrict__ tokens, int num_heads,
                                                                int num_splits, int head_dim, bf16* __restrict__ out) {
-  const int64_t row = int64_t{blockIdx.x} * 4 + threadIdx.x / 32;
+  int64_t row = int64_t{blockIdx.x} * 4 + threadIdx.x / 32;
   if (row >= rows) return;
+  if (tokens != nullptr) row = int64_t{tokens[row / num_heads]} * num_heads + row % num_heads;
   const int lane = threadIdx.x % 32;
   const float* m = part_m + row * num_splits;
   const float* l = part_l + row * num_splits;
@@ -62,10 +64,11 @@ __global__ void __launch_bounds__(128) attention_reduce_kernel(const float* __re
 
 namespace detail {
 
-void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows, int num_splits,
-                      int64_t head_dim, bf16* out, cudaStream_t stream) {
+void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows,
+                      const int32_t* tokens, int64_t num_heads, int num_splits, int64_t head_dim, bf16* out,
+                      cudaStream_t stream) {
   attention_reduce_kernel<<<static_cast<unsigned>((rows + 3) / 4), 128, 0, stream>>>(
-      part_acc, part_m, part_l, rows, num_splits, static_cast<int>(head_dim), out);
+      part_acc, part_m, part_l, rows, tokens, static_cast<int>(num_heads), num_splits, static_cast<int>(head_dim), out);
 }
 
 }  // namespace detail

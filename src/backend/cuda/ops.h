@@ -45,6 +45,14 @@ struct AttentionMetadata {
   const int32_t* block_table_indptr = nullptr;  // [num_seqs + 1] CSR over block_table_ids
   const int32_t* block_table_ids = nullptr;     // block ids of each sequence, in order
   int64_t num_tokens = 0;
+  // Optional prefill plan from plan_attention (its ints copied to the device): with
+  // plan_prefill_tiles > 0, runs of prefill tokens take the tiled prefill kernel and the
+  // plan_decode_tokens other tokens the split-KV kernel. Without it (decode steps, CUDA
+  // graphs) every token takes the split-KV kernel.
+  const int32_t* plan = nullptr;
+  int32_t plan_decode_tokens = 0;
+  int32_t plan_prefill_tiles = 0;
+  int32_t plan_tile_rows = 128;  // query rows (token x head) per tile: the plan's tile_rows
 };
 
 struct AttentionShape {
@@ -89,9 +97,32 @@ int attention_num_splits(int64_t num_tokens, int64_t num_kv_heads, int num_sms, 
 // [num_tokens, num_heads, num_splits]. Grows with each argument.
 size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int num_splits);
 
+// Prefill plan of one step, on the host (once per step, for every layer): each sequence's
+// run of >= 16 query tokens is cut into tiles of tile_rows / G tokens (G = num_heads /
+// num_kv_heads), one CTA per tile and KV head in the tiled prefill kernel (FlashAttention-2
+// style: every K/V row read once per tile, not once per token), the longest key ranges
+// first; the other tokens are listed for the split-KV kernel. positions [num_tokens] and
+// query_start_loc [num_seqs + 1] (CSR of each sequence's tokens, consecutive in the batch,
+// increasing positions) on the host; plan receives the decode tokens, then (first token,
+// tokens) per tile, at most attention_plan_ints(num_tokens) ints in all. head_dim 64 and 128
+// with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64 (0: 128, or 64
+// under TESSERA_PREFILL_ROWS=64). Point AttentionMetadata::plan at a device copy and copy the
+// counts and tile_rows into it (or leave plan null when prefill_tiles == 0).
+struct AttentionPlanCounts {
+  int32_t decode_tokens = 0;
+  int32_t prefill_tiles = 0;
+  int32_t tile_rows = 128;
+  size_t ints() const { return static_cast<size_t>(decode_tokens) + 2 * static_cast<size_t>(prefill_tiles); }
+};
+size_t attention_plan_ints(int64_t num_tokens);
+AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* query_start_loc, int64_t num_seqs,
+                                   int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int32_t* plan,
+                                   int tile_rows = 0);
+
 // num_splits >= 1 (attention_num_splits, or any value: results agree up to rounding);
 // workspace: attention_workspace_bytes(num_tokens, num_heads, head_dim, num_splits) bytes,
-// unused (may be null) when num_splits == 1.
+// unused (may be null) when num_splits == 1. With a plan, num_splits and the workspace serve
+// its decode tokens (indexed by token as without one).
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
 

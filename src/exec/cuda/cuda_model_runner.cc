@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,6 +33,10 @@ void CudaModelRunner::Profile::report() const {
 }
 
 CudaModelRunner::~CudaModelRunner() {
+  if (op_timer_) {
+    op_timer_->report(stderr);
+    model_->set_timer(nullptr);
+  }
   if (profile_.enabled) {
     profile_.report();
     cudaEventDestroy(profile_.begin);
@@ -76,6 +81,9 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   l.indptr = 6 * t;
   l.block_ids = (l.indptr + seqs + 2 + 31) / 32 * 32;  // + the padding sequence of graph batches
   l.capacity = l.block_ids + seqs * blocks_per_seq + 1;
+  // [prefill attention plan] the last attention_plan_ints(max_tokens) ints: plan_attention's
+  // tiles of prefill runs (filled in run).
+  l.capacity += attention_plan_ints(r->max_tokens_);
   if (Status s = r->host_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
   // The largest attention workspace any token count up to the budget asks for.
@@ -95,6 +103,11 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     r->profile_.enabled = true;
     TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.begin), "cudaEventCreate");
     TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.end), "cudaEventCreate");
+    if (std::string(p) == "ops") {  // per-op times need eager steps
+      r->op_timer_ = std::make_unique<OpTimer>();
+      r->model_->set_timer(r->op_timer_.get());
+      r->use_graphs_ = false;
+    }
   }
   if (Status s = r->host_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
   return r;
@@ -197,6 +210,7 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   for (int64_t i = num_rows; i < launch_tokens; ++i) host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
   const double t_planned = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin, stream_), "profile");
+  if (op_timer_) op_timer_->start(stream_);
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(),
                                    std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
                                    cudaMemcpyHostToDevice, stream_),
@@ -206,6 +220,28 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
                                    stream_),
                    "step inputs");
   CudaStep step;
+  // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
+  // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
+  if (bucket == 0) {
+    const size_t num_seqs = out.requests.size();
+    std::vector<int32_t> query_start_loc(num_seqs + 1, 0);
+    for (int32_t t = 0; t < num_tokens; ++t) ++query_start_loc[in[l.token_seq + t] + 1];
+    for (size_t s = 0; s < num_seqs; ++s) query_start_loc[s + 1] += query_start_loc[s];
+    const ModelConfig& c = model_->config();
+    const size_t plan_at = l.capacity - attention_plan_ints(max_tokens_);
+    const AttentionPlanCounts plan = plan_attention(in + l.positions, query_start_loc.data(),
+                                                    static_cast<int64_t>(num_seqs), c.num_attention_heads,
+                                                    c.num_key_value_heads, c.head_dim, in + plan_at);
+    if (plan.prefill_tiles > 0) {
+      TESSERA_CUDA_TRY(cudaMemcpyAsync(dev + plan_at, in + plan_at, plan.ints() * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, stream_),
+                       "attention plan");
+      step.meta.plan = dev + plan_at;
+      step.meta.plan_decode_tokens = plan.decode_tokens;
+      step.meta.plan_prefill_tiles = plan.prefill_tiles;
+      step.meta.plan_tile_rows = plan.tile_rows;
+    }
+  }
   step.token_ids = dev + l.token_ids;
   step.meta.positions = dev + l.positions;
   step.meta.token_seq = dev + l.token_seq;
@@ -229,7 +265,7 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   for (int64_t r0 = 0; r0 < num_rows; r0 += max_logit_rows_) {
     const int64_t nr = std::min(max_logit_rows_, num_rows - r0);
     if (r0 > 0) {
-      if (Status s = model_->lm_head(act_, r0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+      if (Status s = model_->lm_head(step, act_, r0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
       sample_rows(dev_logits_.get(), nr, vocab, dev_sampling_.get() + r0, dev_next_.get() + r0, stream_);
     }
     for (int64_t k = 0; k < nr; ++k) {
@@ -256,6 +292,7 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
     sums.device_ms += device_ms;
     sums.wait_ms += t_done - t_enqueued;
     if (profile_.last_end > 0) sums.outside_ms += t_start - profile_.last_end;
+    if (op_timer_) op_timer_->collect(decode);
     profile_.last_end = t_done;
   }
   for (LogitsRows& lr : *rows) {
@@ -275,8 +312,9 @@ Status CudaModelRunner::forward_and_sample(const CudaStep& step, int64_t num_row
   if (Status s = model_->forward_hidden(step, num_rows, kv_, act_, stream_); !s.ok()) return s;
   const int64_t nr = std::min(max_logit_rows_, num_rows);
   if (nr == 0) return Status();
-  if (Status s = model_->lm_head(act_, 0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+  if (Status s = model_->lm_head(step, act_, 0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
   sample_rows(dev_logits_.get(), nr, vocab_size(), dev_sampling_.get(), dev_next_.get(), stream_);
+  if (op_timer_) op_timer_->mark(OpTimer::kSample, stream_);
   return cuda_status(cudaGetLastError(), "sampling");
 }
 

@@ -88,6 +88,7 @@ class CudaModelRunner : public ModelRunner {
     } graph, eager;
     void report() const;
   } profile_;
+  std::unique_ptr<OpTimer> op_timer_;  // TESSERA_CUDA_PROFILE=ops (graphs off)
 };
 
 }  // namespace tessera::cuda
