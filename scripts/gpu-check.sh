@@ -69,6 +69,17 @@ if has ctest; then
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$LOG/ctest.log" | tail -20
 fi
 
+if has quick; then  # the whole-model checks on the tiny models and the GEMM test, no sanitizer
+  step quick_tests "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*tiny*:CudaOps.Gemm*'
+  grep -E "on CUDA \]|PASSED|FAILED" "$LOG/quick_tests.log" | tail -20
+fi
+
+if has weights8b; then  # only the random checkpoint (for bench8b / serve8b)
+  [ -f "$MODEL8B/model.safetensors.index.json" ] \
+    || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
+  [ -d .gpu-data/llama3_1 ] && cp .gpu-data/llama3_1/tokenizer*.json "$MODEL8B/"
+fi
+
 if has model8b; then
   [ -f "$MODEL8B/config.json" ] && [ -f "$MODEL8B/model.safetensors.index.json" ] \
     || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
@@ -84,11 +95,12 @@ fi
 
 if has bench8b; then
   T="$BIN/tessera"
-  step ops_b1 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
+  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b1 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
     --batch-size 1 --input-len 128 --output-len 64 --num-iters 1 && grep "CUDA ops" "$LOG/ops_b1.log"
-  step ops_b128 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
+  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b128 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
     --batch-size 128 --input-len 512 --output-len 32 --num-iters 1 --max-num-batched-tokens 8192 \
     && grep "CUDA ops" "$LOG/ops_b128.log"
+  true
   export TESSERA_CUDA_PROFILE=1
   step decode_b1 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 1 --input-len 128 \
     --output-len 256 --num-iters 3 && tail -6 "$LOG/decode_b1.log"
@@ -97,9 +109,9 @@ if has bench8b; then
   step throughput_512 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
     --input-len 512 --output-len 256 --max-num-batched-tokens 8192
   grep -E "Throughput|preemptions|profile" "$LOG/throughput_512.log"
-  step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
+  [ "${SKIP_1000:-0}" = 1 ] || step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
     --input-len 1000 --output-len 1000 --max-num-seqs 384 --max-num-batched-tokens 8192
-  grep -E "Throughput|preemptions|profile" "$LOG/throughput_1000.log"
+  [ "${SKIP_1000:-0}" = 1 ] || grep -E "Throughput|preemptions|profile" "$LOG/throughput_1000.log"
   unset TESSERA_CUDA_PROFILE
 fi
 
@@ -115,9 +127,9 @@ if has serve8b; then
   done
   echo "cold start (process start to /health 200): $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   grep -E "CUDA device|KV cache" "$LOG/serve8b.log"
-  step bench_serve8b "$T" bench serve --base-url "http://127.0.0.1:$PORT" --dataset random --random-input-len 1000 \
+  [ "${BENCH_SERVE:-1}" = 1 ] && step bench_serve8b "$T" bench serve --base-url "http://127.0.0.1:$PORT" --dataset random --random-input-len 1000 \
     --random-output-len 1000 --num-prompts 320 --max-concurrency 64 --request-rate inf \
     --output-json "$LOG/bench_serve8b.json"
-  grep -E "Mean|Median|P99|throughput" "$LOG/bench_serve8b.log" | head -20
+  [ "${BENCH_SERVE:-1}" = 1 ] && grep -E "Mean|Median|P99|throughput" "$LOG/bench_serve8b.log" | head -20
   kill -TERM $SERVER; wait $SERVER
 fi
