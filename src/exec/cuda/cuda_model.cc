@@ -191,9 +191,7 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
       TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
                                      act.act.get(), stream, pdl));
       mark(OpTimer::kGateUpGemm);
-      // cuBLASLt streams the long rows of the down projection faster than the GEMV, and adds
-      // the residual in its epilogue (beta = 1).
-      TESSERA_GEMM_TRY(gemm_.matmul_add(act.act.get(), w.down, n, inter, d, act.hidden.get(), stream));
+      TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
       mark(OpTimer::kDownGemm);
       continue;
     }
@@ -208,25 +206,28 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
     mark(OpTimer::kDownGemm);
   }
-  if (small) {
-    // The residual stream is complete: the rows that need logits, then their final norm.
-    gather_rows(act.hidden.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
-    rms_norm(act.selected.get(), final_norm_, eps, num_rows, d, act.selected.get(), stream);
-  } else {
+  if (!small) {
     // The last residual add and the final norm, over every token (cheap next to a layer),
     // then the rows that need logits.
     fused_add_rms_norm(act.branch.get(), act.hidden.get(), final_norm_, eps, n, d, stream);
     gather_rows(act.branch.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
+    mark(OpTimer::kLogitsRows);
   }
-  mark(OpTimer::kLogitsRows);
   return cuda_status(cudaGetLastError(), "forward");
 }
 
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
                           float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
-  TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
-                                    logits, stream));
+  if (uses_gemv(step.meta.num_tokens)) {
+    // The residual stream's rows, gathered and normed in the GEMV's prologue.
+    TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
+                               static_cast<float>(config_.rms_norm_eps)},
+                              lm_head_, num_rows, d, config_.vocab_size, logits, stream, GemvOptions{.pdl = true}));
+  } else {
+    TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
+                                      logits, stream));
+  }
   if (timer_ != nullptr) timer_->mark(OpTimer::kLmHead, stream);
   return Status();
 }

@@ -71,11 +71,12 @@ class CudaModel {
   const ModelConfig& config() const { return config_; }
   size_t weight_bytes() const { return weights_.size() * sizeof(bf16) + inv_freq_.size() * sizeof(float); }
 
-  // Runs the layers over step.meta.num_tokens tokens, leaving the final-normed rows
-  // step.logits_indices[0, num_rows) in act.selected.
+  // Runs the layers over step.meta.num_tokens tokens: the residual stream ends in
+  // act.hidden; with more tokens than uses_gemv takes, the final-normed rows
+  // step.logits_indices[0, num_rows) also land in act.selected.
   Status forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
                         cudaStream_t stream);
-  // logits [num_rows, vocab] (fp32) of the selected rows [first_row, first_row + num_rows).
+  // logits [num_rows, vocab] (fp32) of the rows step.logits_indices[first_row, first_row + num_rows).
   Status lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows, float* logits,
                  cudaStream_t stream);
   // Whether a step of num_tokens runs the fused decode GEMVs (else cuBLASLt GEMMs).

@@ -328,10 +328,6 @@ int64_t CudaModelRunner::graph_bucket(int64_t n) const {
 Status CudaModelRunner::launch_graph(const CudaStep& step, int64_t bucket) {
   auto it = graphs_.find(bucket);
   if (it == graphs_.end()) {
-    // One eager run first: it picks the GEMM algorithms (timing is impossible while
-    // capturing). It recomputes exactly what the graph will (the same K/V into the same
-    // slots), so running both is harmless.
-    if (Status s = forward_and_sample(step, bucket); !s.ok()) return s;
     cudaGraph_t graph = nullptr;
     TESSERA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
     const Status captured = forward_and_sample(step, bucket);
