@@ -1,0 +1,101 @@
+// Host-side planning shared by every backend's runner: which logits rows a scheduled
+// request needs (plan_logits_rows), and which device EngineArgs::device resolves to.
+#include <gtest/gtest.h>
+
+#include "engine/engine_setup.h"
+#include "exec/model_runner.h"
+
+namespace tessera {
+namespace {
+
+Request make_request(int n_prompt, int64_t prompt_logprobs) {
+  std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+  for (int i = 0; i < n_prompt; ++i) prompt[i] = 10 + i;
+  SamplingParams p;
+  p.prompt_logprobs = prompt_logprobs;
+  return Request(RequestId{1}, prompt, p);
+}
+
+ScheduledRequest scheduled(int32_t start, int32_t n, bool samples) {
+  ScheduledRequest s;
+  s.id = RequestId{1};
+  s.num_computed_tokens = start;
+  s.num_scheduled_tokens = n;
+  s.samples = samples;
+  return s;
+}
+
+TEST(PlanLogitsRows, WholePromptWithPromptLogprobs) {
+  const Request r = make_request(5, 2);
+  std::vector<int32_t> idx = {99};  // rows of earlier requests stay
+  LogitsRows lr;
+  plan_logits_rows(r, scheduled(0, 5, true), /*base=*/7, &idx, &lr);
+  // Positions 0..3 predict prompt tokens 1..4; the last token samples.
+  EXPECT_EQ(idx, (std::vector<int32_t>{99, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(lr.first_prompt_row, 1);
+  EXPECT_EQ(lr.num_prompt_rows, 4);
+  EXPECT_EQ(lr.prompt_position, 1);
+  EXPECT_EQ(lr.sample_row, 5);
+  EXPECT_EQ(lr.sampled_token, -1);
+}
+
+TEST(PlanLogitsRows, ChunkedPromptSplitsItsRows) {
+  const Request r = make_request(5, 0);
+  std::vector<int32_t> idx;
+  LogitsRows first;
+  plan_logits_rows(r, scheduled(0, 3, false), 0, &idx, &first);
+  EXPECT_EQ(idx, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(first.prompt_position, 1);
+  EXPECT_EQ(first.sample_row, -1);
+  idx.clear();
+  LogitsRows second;
+  plan_logits_rows(r, scheduled(3, 2, true), 4, &idx, &second);
+  // Position 3 predicts prompt token 4; position 4 (the last) samples.
+  EXPECT_EQ(idx, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(second.first_prompt_row, 0);
+  EXPECT_EQ(second.num_prompt_rows, 1);
+  EXPECT_EQ(second.prompt_position, 4);
+  EXPECT_EQ(second.sample_row, 1);
+}
+
+TEST(PlanLogitsRows, DecodeWithoutPromptLogprobsIsOneRow) {
+  Request r = make_request(3, -1);
+  r.append_output_token(42);
+  std::vector<int32_t> idx;
+  LogitsRows lr;
+  plan_logits_rows(r, scheduled(3, 1, true), 12, &idx, &lr);
+  EXPECT_EQ(idx, (std::vector<int32_t>{12}));
+  EXPECT_EQ(lr.num_prompt_rows, 0);
+  EXPECT_EQ(lr.sample_row, 0);
+}
+
+bool cuda_device_usable() {
+#ifdef TESSERA_HAVE_CUDA
+  return resolve_device("auto").ok() && *resolve_device("auto") == "cuda";
+#else
+  return false;
+#endif
+}
+
+TEST(ResolveDevice, CpuAlwaysAndAutoFallsBackToCpu) {
+  EXPECT_EQ(*resolve_device("cpu"), "cpu");
+  auto automatic = resolve_device("auto");
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_EQ(*automatic, cuda_device_usable() ? "cuda" : "cpu");
+}
+
+TEST(ResolveDevice, CudaWithoutADeviceIsAClearError) {
+  if (cuda_device_usable()) GTEST_SKIP() << "a CUDA device is usable here";
+  auto r = resolve_device("cuda");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("--device cuda"), std::string::npos) << r.error();
+}
+
+TEST(ResolveDevice, UnknownNamesAreRejected) {
+  auto r = resolve_device("tpu");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("unknown device 'tpu'"), std::string::npos) << r.error();
+}
+
+}  // namespace
+}  // namespace tessera
