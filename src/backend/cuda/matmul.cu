@@ -1,11 +1,14 @@
 // Row-major out [n, m] = x [n, k] . w^T is, in cuBLAS's column-major terms,
 // D (m x n, ld m) = op(A) . B with A = w seen as k x m (ld k, transposed) and B = x seen as
-// k x n (ld k): no copies, one cublasLtMatmul with the heuristic's first algorithm.
+// k x n (ld k): no copies, one cublasLtMatmul with the heuristic's first algorithm or,
+// with tuning on, for up to kTuneMaxRows rows, the fastest of its first kCandidates once timed.
 #include "backend/cuda/matmul.h"
 
 namespace tessera::cuda {
 
 namespace {
+
+constexpr int kCandidates = 8;
 
 std::string status_text(const char* what, cublasStatus_t s) {
   return std::string(what) + " failed: cuBLAS status " + std::to_string(static_cast<int>(s));
@@ -25,11 +28,12 @@ Gemm::~Gemm() {
     if (p.a) cublasLtMatrixLayoutDestroy(p.a);
     if (p.op) cublasLtMatmulDescDestroy(p.op);
   }
+  cudaFree(tune_out_);
   cudaFree(workspace_);
   cublasLtDestroy(handle_);
 }
 
-const Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type) {
+Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type) {
   const auto key = std::make_tuple(n, k, m, static_cast<int>(out_type));
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
@@ -49,24 +53,82 @@ const Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out
   cublasLtMatmulPreferenceCreate(&pref);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
                                        sizeof(workspace_bytes_));
-  cublasLtMatmulHeuristicResult_t heuristic{};
+  cublasLtMatmulHeuristicResult_t heuristics[kCandidates] = {};
   int found = 0;
-  s = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, 1, &heuristic, &found);
+  const int wanted = tuning_ && n <= kTuneMaxRows ? kCandidates : 1;
+  s = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, wanted, heuristics, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     p.error = found == 0 ? "cuBLASLt has no algorithm for this GEMM" : status_text("cublasLtMatmulAlgoGetHeuristic", s);
   } else {
-    p.algo = heuristic.algo;
+    p.algo = heuristics[0].algo;
+    for (int i = 1; i < found; ++i) {
+      if (heuristics[i].state == CUBLAS_STATUS_SUCCESS) p.candidates.push_back(heuristics[i].algo);
+    }
   }
   return p;
 }
 
-std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out,
-                      cudaDataType_t out_type, cudaStream_t stream) {
-  if (n == 0 || m == 0) return "";
-  const Plan& p = plan(n, k, m, out_type);
-  if (!p.error.empty()) return p.error;
+void Gemm::tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStream_t stream) {
+  if (out_bytes > tune_out_bytes_) {
+    cudaStreamSynchronize(stream);
+    cudaFree(tune_out_);
+    tune_out_ = nullptr;
+    tune_out_bytes_ = 0;
+    if (cudaMalloc(&tune_out_, out_bytes) != cudaSuccess) {
+      cudaGetLastError();  // keep the heuristic's pick
+      p.candidates.clear();
+      return;
+    }
+    tune_out_bytes_ = out_bytes;
+  }
+  void* out = tune_out_;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
   const float alpha = 1.0f, beta = 0.0f;
+  std::vector<cublasLtMatmulAlgo_t> all = {p.algo};
+  all.insert(all.end(), p.candidates.begin(), p.candidates.end());
+  float best_ms = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto once = [&] {
+      return cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &all[i], workspace_,
+                            workspace_bytes_, stream);
+    };
+    if (once() != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; skips what cannot run
+    cudaEventRecord(start, stream);
+    for (int r = 0; r < 3; ++r) once();
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (i == 0 || ms < best_ms) {
+      best_ms = ms;
+      p.algo = all[i];
+    }
+  }
+  p.candidates.clear();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out,
+                      cudaDataType_t out_type, float beta, cudaStream_t stream) {
+  if (n == 0 || m == 0) return "";
+  Plan& p = plan(n, k, m, out_type);
+  if (!p.error.empty()) return p.error;
+  if (!p.candidates.empty()) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(stream, &capturing);
+    const size_t elem = out_type == CUDA_R_32F ? 4 : 2;
+    const size_t out_bytes = static_cast<size_t>(n * m) * elem;
+    if (out_bytes > (size_t{64} << 20)) {
+      p.candidates.clear();  // large outputs are compute-bound shapes: the heuristic's pick
+    } else if (capturing == cudaStreamCaptureStatusNone) {
+      tune(p, x, w, out_bytes, stream);
+    }
+  }
+  const float alpha = 1.0f;
   const cublasStatus_t s = cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &p.algo,
                                           workspace_, workspace_bytes_, stream);
   return s == CUBLAS_STATUS_SUCCESS ? "" : status_text("cublasLtMatmul", s);
@@ -74,12 +136,17 @@ std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_
 
 std::string Gemm::matmul(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
                          cudaStream_t stream) {
-  return run(x, w, n, k, m, out, CUDA_R_16BF, stream);
+  return run(x, w, n, k, m, out, CUDA_R_16BF, 0.0f, stream);
+}
+
+std::string Gemm::matmul_add(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
+                             cudaStream_t stream) {
+  return run(x, w, n, k, m, out, CUDA_R_16BF, 1.0f, stream);
 }
 
 std::string Gemm::matmul_f32(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
                              cudaStream_t stream) {
-  return run(x, w, n, k, m, out, CUDA_R_32F, stream);
+  return run(x, w, n, k, m, out, CUDA_R_32F, 0.0f, stream);
 }
 
 }  // namespace tessera::cuda

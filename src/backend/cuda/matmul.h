@@ -9,13 +9,18 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "backend/cuda/ops.h"
 
 namespace tessera::cuda {
 
 // One cuBLASLt handle and its workspace, per device and stream user. The descriptors and
-// the heuristic's algorithm are cached per shape, so a repeated GEMM costs one call.
+// the algorithm are cached per shape, so a repeated GEMM costs one call. With tuning on
+// (set_tuning), shapes of up to kTuneMaxRows rows (decode batches: memory-bound, where the
+// heuristic's first pick is often slow) are tuned on their first call outside a CUDA graph
+// capture: the heuristic's best candidates are timed on the call's own operands (into a
+// scratch output) and the fastest is kept. Off by default until measured.
 class Gemm {
  public:
   Gemm();
@@ -28,21 +33,33 @@ class Gemm {
   // The same with fp32 output (logits).
   std::string matmul_f32(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
                          cudaStream_t stream);
+  // out [n, m] = bf16(x . w^T + out): the residual add in the GEMM (one rounding).
+  std::string matmul_add(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
+                         cudaStream_t stream);
+
+  static constexpr int64_t kTuneMaxRows = 512;
+  void set_tuning(bool on) { tuning_ = on; }
 
  private:
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    std::vector<cublasLtMatmulAlgo_t> candidates;  // untried alternatives (tuning pending)
     std::string error;  // non-empty: no algorithm for this shape
   };
-  const Plan& plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type);
+  Plan& plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type);
   std::string run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out, cudaDataType_t out_type,
-                  cudaStream_t stream);
+                  float beta, cudaStream_t stream);
+  // Times p's candidates on these operands (into a scratch output) and keeps the fastest.
+  void tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
+  bool tuning_ = false;
+  void* tune_out_ = nullptr;  // scratch output of tuning runs
+  size_t tune_out_bytes_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan> plans_;
 };
 

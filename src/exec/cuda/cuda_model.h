@@ -81,6 +81,8 @@ class CudaModel {
                  cudaStream_t stream);
   // Whether a step of num_tokens runs the fused decode GEMVs (else cuBLASLt GEMMs).
   bool uses_gemv(int64_t num_tokens) const;
+  // cuBLASLt algorithm tuning for decode-sized shapes (Gemm::set_tuning).
+  void set_gemm_tuning(bool on) { gemm_.set_tuning(on); }
   // Marks each op's end on this timer (eager steps only; null: none).
   void set_timer(OpTimer* timer) { timer_ = timer; }
 

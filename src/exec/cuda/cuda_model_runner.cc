@@ -63,6 +63,10 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
   r->max_model_len_ = max_model_len;
   r->use_graphs_ = use_graphs;
+  if (const char* tune = std::getenv("TESSERA_GEMM_TUNE"); tune != nullptr && std::string(tune) == "1") {
+    r->tune_gemms_ = true;
+    r->model_->set_gemm_tuning(true);
+  }
   // vLLM's capture sizes: 1, 2, 4, then every 8, up to the sequence budget.
   for (int64_t b : {1, 2, 4}) {
     if (b <= config.max_num_seqs) r->graph_buckets_.push_back(b);
@@ -328,6 +332,12 @@ int64_t CudaModelRunner::graph_bucket(int64_t n) const {
 Status CudaModelRunner::launch_graph(const CudaStep& step, int64_t bucket) {
   auto it = graphs_.find(bucket);
   if (it == graphs_.end()) {
+    // With tuning, one eager run first picks the GEMM algorithms (timing is impossible
+    // while capturing); it computes exactly what the graph will (the same K/V into the same
+    // slots), so running both is harmless.
+    if (tune_gemms_) {
+      if (Status s = forward_and_sample(step, bucket); !s.ok()) return s;
+    }
     cudaGraph_t graph = nullptr;
     TESSERA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
     const Status captured = forward_and_sample(step, bucket);
@@ -341,6 +351,52 @@ Status CudaModelRunner::launch_graph(const CudaStep& step, int64_t bucket) {
     it = graphs_.emplace(bucket, exec).first;
   }
   return cuda_status(cudaGraphLaunch(it->second, stream_), "graph launch");
+}
+
+}  // namespace tessera::cuda
+
+namespace tessera::cuda {
+
+Status CudaModelRunner::warm_up() {
+  if (!use_graphs_) return Status();
+  int32_t* in = host_in_.get();
+  const Layout& l = layout_;
+  int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
+  int32_t* dev = dev_in_.get();
+  for (int64_t bucket : graph_buckets_) {
+    if (graph_bucket(bucket) != bucket) continue;
+    // Padding tokens only: one sequence at position 0 over the null block.
+    for (int64_t i = 0; i < bucket; ++i) {
+      in[l.token_ids + i] = 0;
+      in[l.positions + i] = 0;
+      in[l.token_seq + i] = 0;
+      slots[i] = 0;
+      in[l.logits_indices + i] = static_cast<int32_t>(i);
+      host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
+    }
+    in[l.indptr] = 0;
+    in[l.indptr + 1] = 1;
+    in[l.block_ids] = 0;
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(), bucket * sizeof(SamplingRow),
+                                     cudaMemcpyHostToDevice, stream_),
+                     "warm-up");
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                     "warm-up");
+    CudaStep step;
+    step.token_ids = dev + l.token_ids;
+    step.meta.positions = dev + l.positions;
+    step.meta.token_seq = dev + l.token_seq;
+    step.meta.slot_mapping = reinterpret_cast<const int64_t*>(dev + l.slot_mapping);
+    step.meta.block_table_indptr = dev + l.indptr;
+    step.meta.block_table_ids = dev + l.block_ids;
+    step.meta.num_tokens = bucket;
+    step.num_splits = attention_num_splits(bucket, model_->config().num_key_value_heads, num_sms_, max_model_len_);
+    step.logits_indices = dev + l.logits_indices;
+    if (Status s = launch_graph(step, bucket); !s.ok()) return s;
+    // The inputs are rewritten for the next bucket: wait for this one.
+    TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "warm-up");
+  }
+  return Status();
 }
 
 }  // namespace tessera::cuda

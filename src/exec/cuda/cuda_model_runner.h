@@ -28,6 +28,10 @@ class CudaModelRunner : public ModelRunner {
                                                          int32_t max_model_len, bool use_graphs);
   // Allocates the KV cache the plan sized (call once, before the first step).
   Status allocate_kv(const KvCachePlan& plan);
+  // Before the first request (TESSERA_CUDA_WARMUP=1, off until measured): one decode step
+  // of padding tokens per graph bucket, which captures every graph (and, with
+  // TESSERA_GEMM_TUNE=1, tunes the GEMMs first) so that serving never pays for it.
+  Status warm_up();
 
   void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
   const float* logits(int32_t row) const override {
@@ -62,6 +66,7 @@ class CudaModelRunner : public ModelRunner {
   int64_t max_logit_rows_ = 0;  // rows of device logits per LM-head chunk
   int32_t max_model_len_ = 0;
   bool use_graphs_ = false;
+  bool tune_gemms_ = false;  // an eager run precedes each capture, so the GEMMs can be timed
   std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
   std::map<int64_t, cudaGraphExec_t> graphs_;     // by bucket, captured on first use
   Layout layout_{};
