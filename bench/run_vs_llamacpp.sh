@@ -57,7 +57,7 @@ echo "model: $MODEL  threads: $THREADS  prompt: $PROMPT  gen: $GEN  repeats: $RE
 for ((r = 1; r <= REPEATS; r++)); do
   echo "repeat $r/$REPEATS" >&2
   if [ $have_tessera = 1 ]; then
-    run_one "tessera-$r" "$TESSERA" bench latency --model "$MODEL" --threads "$THREADS" \
+    run_one "tessera-$r" "$TESSERA" bench latency --model "$MODEL" --num-iters 1 --threads "$THREADS" \
       --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --json
   fi
   if [ $have_llamacpp = 1 ]; then
