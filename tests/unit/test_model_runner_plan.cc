@@ -1,7 +1,9 @@
-// Host-side planning shared by every backend's runner: which logits rows a scheduled
-// request needs (plan_logits_rows), and which device EngineArgs::device resolves to.
+// Host-side planning shared by every backend: which logits rows a scheduled request needs
+// (plan_logits_rows), which device EngineArgs::device resolves to, and the KV-cache plan
+// in fp32 (host) and bf16 (CUDA) blocks.
 #include <gtest/gtest.h>
 
+#include "config/engine_config.h"
 #include "engine/engine_setup.h"
 #include "exec/model_runner.h"
 
@@ -95,6 +97,53 @@ TEST(ResolveDevice, UnknownNamesAreRejected) {
   auto r = resolve_device("tpu");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("unknown device 'tpu'"), std::string::npos) << r.error();
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+ModelConfig llama8b_like() {
+  ModelConfig m;
+  m.architecture = "llama";
+  m.vocab_size = 128256;
+  m.hidden_size = 4096;
+  m.intermediate_size = 14336;
+  m.num_hidden_layers = 32;
+  m.num_attention_heads = 32;
+  m.num_key_value_heads = 8;
+  m.head_dim = 128;
+  m.max_position_embeddings = 131072;
+  return m;
+}
+
+TEST(PlanKvCache, Bf16BlocksHoldTwiceTheTokensOfFp32) {
+  EngineConfig c;
+  c.max_model_len = 4096;
+  c.kv_cache_memory = int64_t{1} << 30;
+  auto fp32 = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(fp32.ok()) << fp32.error();
+  c.kv_dtype_bytes = 2;
+  auto bf16 = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(bf16.ok()) << bf16.error();
+  // 32 layers x K,V x 8 heads x 128 dims x 2 bytes = 128 KiB per token, 2 MiB per block.
+  EXPECT_EQ(bf16->bytes_per_block, int64_t{2} << 20);
+  EXPECT_EQ(bf16->shape.num_blocks - 1, 512);  // + the null block
+  EXPECT_EQ(fp32->shape.num_blocks - 1, 256);
+  EXPECT_EQ(bf16->shape.dtype_bytes, 2);
+  EXPECT_DOUBLE_EQ(bf16->max_concurrency, 2.0);
+}
+
+TEST(PlanKvCache, TooLittleMemoryForOneRequestNamesTheFix) {
+  EngineConfig c;
+  c.kv_dtype_bytes = 2;
+  c.max_model_len = 8192;
+  c.kv_cache_memory = int64_t{512} << 20;  // 4096 tokens of the 8B shape
+  auto plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().find("fewer than max_model_len 8192"), std::string::npos) << plan.error();
 }
 
 }  // namespace
