@@ -79,7 +79,9 @@ int run_bench(BenchOptions& o) {
   // ones; every iteration recomputes its prompts (prefix caching would serve them).
   std::vector<double> latencies, ttfts, tpots;
   for (int it = 0; it < o.num_iters_warmup + o.num_iters; ++it) {
-    for (auto& p : prompts) p.token_ids[0] = static_cast<int32_t>(100 + (it * 31 + p.token_ids[1]) % span);
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      prompts[b].token_ids[0] = static_cast<int32_t>(100 + (it * 31 + static_cast<int64_t>(b) * 7) % span);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<RequestOutput> outs = (*llm)->generate(prompts, params);
     const double latency = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

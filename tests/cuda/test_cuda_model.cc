@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hf_golden.h"
 #include "common/test_paths.h"
 #include "tessera/llm.h"
 
@@ -48,16 +49,6 @@ std::vector<std::string> golden_paths() {
   return files;
 }
 
-std::string model_path(const nlohmann::json& source) {
-  const fs::path repo = fs::path(testing::test_data()) / ".." / "..";
-  if (source.contains("file")) {
-    const std::string file = source["file"].get<std::string>();
-    if (file.find("SmolLM2-135M-Instruct") != std::string::npos) return testing::default_model();
-    return fs::path(file).is_absolute() ? file : (repo / file).string();
-  }
-  const std::string dir = source["dir"].get<std::string>();
-  return fs::path(dir).is_absolute() ? dir : (repo / dir).string();
-}
 
 bool in_top5(const std::vector<std::pair<double, int32_t>>& sorted, int32_t id) {
   for (size_t k = 0; k < std::min<size_t>(5, sorted.size()); ++k) {
@@ -72,7 +63,7 @@ TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   std::ifstream in(GetParam());
   const auto golden = nlohmann::json::parse(in);
-  const std::string path = model_path(golden["source"]);
+  const std::string path = testing::golden_model_path(golden["source"]);
   if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
   EngineArgs args;
   args.model = path;

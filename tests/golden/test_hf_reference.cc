@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hf_golden.h"
 #include "common/test_paths.h"
 #include "backend/cpu/matmul.h"
 #include "engine/generator.h"
@@ -37,16 +38,6 @@ std::vector<std::string> golden_files() {
   return files;
 }
 
-// The model a golden was made from: a repo-relative file/dir, or the default model.
-std::string model_path(const nlohmann::json& source) {
-  const fs::path repo = fs::path(testing::test_data()) / ".." / "..";
-  if (source.contains("file")) {
-    const std::string file = source["file"].get<std::string>();
-    if (file.find("SmolLM2-135M-Instruct") != std::string::npos) return testing::default_model();
-    return (repo / file).string();
-  }
-  return (repo / source["dir"].get<std::string>()).string();
-}
 
 bool is_quantized(const nlohmann::json& source) {
   if (!source.contains("tensor_types")) return false;
@@ -111,7 +102,7 @@ TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
   std::ifstream in(fs::path(testing::test_data()) / "golden" / GetParam());
   const auto golden = nlohmann::json::parse(in);
   const auto& source = golden["source"];
-  const std::string path = model_path(source);
+  const std::string path = testing::golden_model_path(source);
   if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
   auto model = load_model(path);
   ASSERT_TRUE(model.ok()) << model.error();

@@ -197,21 +197,10 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   const int64_t bucket = use_graphs_ && decode ? graph_bucket(num_tokens) : 0;
   int64_t launch_tokens = num_tokens;
   if (bucket > 0) {
-    const int32_t pad_seq = static_cast<int32_t>(out.requests.size());
-    for (int64_t i = num_tokens; i < bucket; ++i) {
-      in[l.token_ids + i] = 0;
-      in[l.positions + i] = 0;
-      in[l.token_seq + i] = pad_seq;
-      slots[i] = 0;
-      in[l.logits_indices + i] = static_cast<int32_t>(i);
-    }
-    in[l.block_ids + num_block_ids] = 0;
-    num_block_ids += 1;
-    in[l.indptr + pad_seq + 1] = num_block_ids;
+    num_block_ids = pad_to_bucket(num_tokens, bucket, static_cast<int32_t>(out.requests.size()), num_block_ids);
     launch_tokens = bucket;
   }
 
-  for (int64_t i = num_rows; i < launch_tokens; ++i) host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
   const double t_planned = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin, stream_), "profile");
   if (op_timer_) op_timer_->start(stream_);
@@ -223,7 +212,7 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                    stream_),
                    "step inputs");
-  CudaStep step;
+  CudaStep step = device_step(launch_tokens);
   // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
   // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
   if (bucket == 0) {
@@ -246,15 +235,6 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
       step.meta.plan_tile_rows = plan.tile_rows;
     }
   }
-  step.token_ids = dev + l.token_ids;
-  step.meta.positions = dev + l.positions;
-  step.meta.token_seq = dev + l.token_seq;
-  step.meta.slot_mapping = reinterpret_cast<const int64_t*>(dev + l.slot_mapping);
-  step.meta.block_table_indptr = dev + l.indptr;
-  step.meta.block_table_ids = dev + l.block_ids;
-  step.meta.num_tokens = launch_tokens;
-  step.num_splits = attention_num_splits(launch_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
-  step.logits_indices = dev + l.logits_indices;
   if (bucket > 0) {
     if (Status s = launch_graph(step, bucket); !s.ok()) return s;
   } else if (Status s = forward_and_sample(step, num_rows); !s.ok()) {
@@ -361,42 +341,60 @@ Status CudaModelRunner::warm_up() {
   if (!use_graphs_) return Status();
   int32_t* in = host_in_.get();
   const Layout& l = layout_;
-  int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
   int32_t* dev = dev_in_.get();
   for (int64_t bucket : graph_buckets_) {
     if (graph_bucket(bucket) != bucket) continue;
-    // Padding tokens only: one sequence at position 0 over the null block.
-    for (int64_t i = 0; i < bucket; ++i) {
-      in[l.token_ids + i] = 0;
-      in[l.positions + i] = 0;
-      in[l.token_seq + i] = 0;
-      slots[i] = 0;
-      in[l.logits_indices + i] = static_cast<int32_t>(i);
-      host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};
-    }
+    // Padding tokens only.
     in[l.indptr] = 0;
-    in[l.indptr + 1] = 1;
-    in[l.block_ids] = 0;
+    const int32_t num_block_ids = pad_to_bucket(0, bucket, 0, 0);
     TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(), bucket * sizeof(SamplingRow),
                                      cudaMemcpyHostToDevice, stream_),
                      "warm-up");
-    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream_),
                      "warm-up");
-    CudaStep step;
-    step.token_ids = dev + l.token_ids;
-    step.meta.positions = dev + l.positions;
-    step.meta.token_seq = dev + l.token_seq;
-    step.meta.slot_mapping = reinterpret_cast<const int64_t*>(dev + l.slot_mapping);
-    step.meta.block_table_indptr = dev + l.indptr;
-    step.meta.block_table_ids = dev + l.block_ids;
-    step.meta.num_tokens = bucket;
-    step.num_splits = attention_num_splits(bucket, model_->config().num_key_value_heads, num_sms_, max_model_len_);
-    step.logits_indices = dev + l.logits_indices;
-    if (Status s = launch_graph(step, bucket); !s.ok()) return s;
+    if (Status s = launch_graph(device_step(bucket), bucket); !s.ok()) return s;
     // The inputs are rewritten for the next bucket: wait for this one.
     TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "warm-up");
   }
   return Status();
+}
+
+}  // namespace tessera::cuda
+
+namespace tessera::cuda {
+
+int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32_t pad_seq, int32_t num_block_ids) {
+  int32_t* in = host_in_.get();
+  const Layout& l = layout_;
+  int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
+  for (int64_t i = num_tokens; i < bucket; ++i) {
+    in[l.token_ids + i] = 0;
+    in[l.positions + i] = 0;
+    in[l.token_seq + i] = pad_seq;
+    slots[i] = 0;
+    in[l.logits_indices + i] = static_cast<int32_t>(i);
+    host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
+  }
+  in[l.block_ids + num_block_ids] = 0;  // the padding sequence's table: the null block
+  in[l.indptr + pad_seq + 1] = num_block_ids + 1;
+  return num_block_ids + 1;
+}
+
+CudaStep CudaModelRunner::device_step(int64_t num_tokens) const {
+  const int32_t* dev = dev_in_.get();
+  const Layout& l = layout_;
+  CudaStep step;
+  step.token_ids = dev + l.token_ids;
+  step.meta.positions = dev + l.positions;
+  step.meta.token_seq = dev + l.token_seq;
+  step.meta.slot_mapping = reinterpret_cast<const int64_t*>(dev + l.slot_mapping);
+  step.meta.block_table_indptr = dev + l.indptr;
+  step.meta.block_table_ids = dev + l.block_ids;
+  step.meta.num_tokens = num_tokens;
+  step.num_splits = attention_num_splits(num_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
+  step.logits_indices = dev + l.logits_indices;
+  return step;
 }
 
 }  // namespace tessera::cuda

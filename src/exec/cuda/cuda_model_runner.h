@@ -50,6 +50,11 @@ class CudaModelRunner : public ModelRunner {
   // The device work of one step over the inputs in dev_in_: forward, LM head and greedy
   // sampling of the first min(num_rows, max_logit_rows) rows (what a graph captures).
   Status forward_and_sample(const CudaStep& step, int64_t num_rows);
+  // Fills host inputs [num_tokens, bucket) with padding tokens: sequence pad_seq at
+  // position 0 over the null block, greedy rows. Returns the new count of block ids.
+  int32_t pad_to_bucket(int64_t num_tokens, int64_t bucket, int32_t pad_seq, int32_t num_block_ids);
+  // The step over the device copy of the inputs, for num_tokens tokens.
+  CudaStep device_step(int64_t num_tokens) const;
   // The smallest graph bucket holding n decode tokens; 0 when none does.
   int64_t graph_bucket(int64_t n) const;
   // Replays (capturing on first use) the decode graph of `bucket` tokens.
