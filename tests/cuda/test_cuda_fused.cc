@@ -153,31 +153,34 @@ TEST(CudaFusedOps, QkvRopeCacheEqualsBiasNormRopeAndCacheWrite) {
 TEST(CudaFusedOps, SiluAndMulFusedAndGatherRowsMatchCpu) {
   if (!device_present()) GTEST_SKIP() << "no CUDA device";
   std::mt19937 rng(8);
-  const int64_t n = 7, inter = 1536, dim = 576;
-  auto gate_up = random_bf16_values(n * 2 * inter, rng, 2.0f);
-  std::vector<float> gate(n * inter), up(n * inter), want(n * inter);
-  for (int64_t t = 0; t < n; ++t) {
-    std::copy(gate_up.begin() + t * 2 * inter, gate_up.begin() + t * 2 * inter + inter, gate.begin() + t * inter);
-    std::copy(gate_up.begin() + t * 2 * inter + inter, gate_up.begin() + (t + 1) * 2 * inter, up.begin() + t * inter);
-  }
-  cpu::silu_and_mul(gate.data(), up.data(), n, inter, want.data());
-  bf16* dgu = to_device(to_bf16(gate_up));
-  bf16* dout = to_device(std::vector<bf16>(n * inter));
-  cuda::silu_and_mul_fused(dgu, n, inter, dout, nullptr);
-  auto x = random_bf16_values(n * dim, rng);
-  const std::vector<int32_t> idx = {6, 0, 3, 3};
-  bf16* dx = to_device(to_bf16(x));
-  int32_t* didx = to_device(idx);
-  bf16* dsel = to_device(std::vector<bf16>(idx.size() * dim));
-  cuda::gather_rows(dx, didx, static_cast<int64_t>(idx.size()), dim, dsel, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_LT(worst_relative(from_device(dout, want.size()), want, 1e-3), 1.0 / 128);
-  std::vector<float> sel_want;
-  for (int32_t r : idx) sel_want.insert(sel_want.end(), x.begin() + r * dim, x.begin() + (r + 1) * dim);
-  EXPECT_EQ(from_device(dsel, sel_want.size()), sel_want);
-  for (void* p : {static_cast<void*>(dgu), static_cast<void*>(dout), static_cast<void*>(dx), static_cast<void*>(didx),
-                  static_cast<void*>(dsel)}) {
-    cudaFree(p);
+  const int64_t n = 7, dim = 576;
+  for (int64_t inter : {1536, 100}) {  // 16-byte pieces; the scalar kernel (inter % 8 != 0)
+    SCOPED_TRACE("inter " + std::to_string(inter));
+    auto gate_up = random_bf16_values(n * 2 * inter, rng, 2.0f);
+    std::vector<float> gate(n * inter), up(n * inter), want(n * inter);
+    for (int64_t t = 0; t < n; ++t) {
+      std::copy(gate_up.begin() + t * 2 * inter, gate_up.begin() + t * 2 * inter + inter, gate.begin() + t * inter);
+      std::copy(gate_up.begin() + t * 2 * inter + inter, gate_up.begin() + (t + 1) * 2 * inter, up.begin() + t * inter);
+    }
+    cpu::silu_and_mul(gate.data(), up.data(), n, inter, want.data());
+    bf16* dgu = to_device(to_bf16(gate_up));
+    bf16* dout = to_device(std::vector<bf16>(n * inter));
+    cuda::silu_and_mul_fused(dgu, n, inter, dout, nullptr);
+    auto x = random_bf16_values(n * dim, rng);
+    const std::vector<int32_t> idx = {6, 0, 3, 3};
+    bf16* dx = to_device(to_bf16(x));
+    int32_t* didx = to_device(idx);
+    bf16* dsel = to_device(std::vector<bf16>(idx.size() * dim));
+    cuda::gather_rows(dx, didx, static_cast<int64_t>(idx.size()), dim, dsel, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LT(worst_relative(from_device(dout, want.size()), want, 1e-3), 1.0 / 128);
+    std::vector<float> sel_want;
+    for (int32_t r : idx) sel_want.insert(sel_want.end(), x.begin() + r * dim, x.begin() + (r + 1) * dim);
+    EXPECT_EQ(from_device(dsel, sel_want.size()), sel_want);
+    for (void* p : {static_cast<void*>(dgu), static_cast<void*>(dout), static_cast<void*>(dx), static_cast<void*>(didx),
+                    static_cast<void*>(dsel)}) {
+      cudaFree(p);
+    }
   }
 }
 

@@ -25,7 +25,9 @@ using namespace cuda_test;  // NOLINT(google-build-using-namespace): the test he
 TEST(CudaOps, RmsNormMatchesCpu) {
   REQUIRE_DEVICE();
   std::mt19937 rng(1);
-  for (int64_t dim : {64, 576, 2048, 4096, 5120}) {
+  // 60: the scalar kernel (dim % 8 != 0); 64 .. 5120: 1, 2 or 4 16-byte pieces per thread;
+  // 10240: more than the vectorized kernel holds (scalar again).
+  for (int64_t dim : {60, 64, 576, 2048, 4096, 5120, 10240}) {
     for (int64_t n : {1, 7, 33}) {
       Bf16Data x(n * dim, rng, 2.0f), w(dim, rng);
       std::vector<float> want(n * dim);
@@ -45,7 +47,7 @@ TEST(CudaOps, RmsNormMatchesCpu) {
 TEST(CudaOps, FusedAddRmsNormEqualsAddThenNorm) {
   REQUIRE_DEVICE();
   std::mt19937 rng(2);
-  for (int64_t dim : {64, 4096}) {
+  for (int64_t dim : {60, 64, 4096, 5120, 10240}) {
     const int64_t n = 9;
     Bf16Data x(n * dim, rng), r(n * dim, rng, 4.0f), w(dim, rng);
     // CPU: the residual rounded to bf16 after the add, then normalized.

@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/pdl.h"
 #include "common/check.h"
 
 namespace tessera::cuda {
@@ -126,6 +127,8 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   __shared__ __align__(16) float o_s[kWarps][R][OP];
   __shared__ float m_s[kWarps][R], l_s[kWarps][R];
 
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
   const int t = p.tokens != nullptr ? p.tokens[blockIdx.x] : static_cast<int>(blockIdx.x), split = blockIdx.z;
   const int kvh = blockIdx.y / p.head_chunks;
   const int h0 = kvh * p.group + static_cast<int>(blockIdx.y % p.head_chunks) * R;
@@ -336,7 +339,7 @@ __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __
 
 template <int D, int R>
 void launch(const Params& p, dim3 grid, cudaStream_t stream) {
-  attention_kernel<D, R><<<grid, kThreads, 0, stream>>>(p);
+  launch_pdl(attention_kernel<D, R>, grid, dim3(kThreads), 0, stream, true, p);
 }
 
 }  // namespace

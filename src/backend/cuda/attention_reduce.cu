@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/pdl.h"
 
 namespace tessera::cuda {
 namespace {
@@ -26,6 +27,8 @@ __global__ void __launch_bounds__(128) attention_reduce_kernel(const float* __re
                                                                const float* __restrict__ part_l, int64_t rows,
                                                                const int32_t* __restrict__ tokens, int num_heads,
                                                                int num_splits, int head_dim, bf16* __restrict__ out) {
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
   int64_t row = int64_t{blockIdx.x} * 4 + threadIdx.x / 32;
   if (row >= rows) return;
   if (tokens != nullptr) row = int64_t{tokens[row / num_heads]} * num_heads + row % num_heads;
@@ -67,8 +70,8 @@ namespace detail {
 void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows,
                       const int32_t* tokens, int64_t num_heads, int num_splits, int64_t head_dim, bf16* out,
                       cudaStream_t stream) {
-  attention_reduce_kernel<<<static_cast<unsigned>((rows + 3) / 4), 128, 0, stream>>>(
-      part_acc, part_m, part_l, rows, tokens, static_cast<int>(num_heads), num_splits, static_cast<int>(head_dim), out);
+  launch_pdl(attention_reduce_kernel, dim3(static_cast<unsigned>((rows + 3) / 4)), dim3(128), 0, stream, true, part_acc,
+             part_m, part_l, rows, tokens, static_cast<int>(num_heads), num_splits, static_cast<int>(head_dim), out);
 }
 
 }  // namespace detail

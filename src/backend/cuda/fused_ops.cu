@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "backend/cuda/fused_ops.h"
+#include "backend/cuda/pdl.h"
 
 namespace tessera::cuda {
 namespace {
@@ -17,6 +18,8 @@ __global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* 
                                       bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
   __shared__ float x[kMaxHeadDim];
   __shared__ float warp_sums[kMaxHeadDim / 32];
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x, h = blockIdx.y;
   const int64_t heads = num_heads + 2 * num_kv_heads;
   const bool is_q = h < num_heads, is_v = h >= num_heads + num_kv_heads;
@@ -78,6 +81,25 @@ __global__ void silu_and_mul_fused_kernel(const bf16* __restrict__ gate_up, int6
   }
 }
 
+// inter % 8 == 0: 8 outputs per thread with 16-byte loads; grid (chunks of the row, token).
+__global__ void silu_and_mul_fused_vec_kernel(const bf16* __restrict__ gate_up, int64_t inter,
+                                              bf16* __restrict__ out) {
+  const int64_t j = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * 8, t = blockIdx.y;
+  if (j >= inter) return;
+  const uint4 gv = *reinterpret_cast<const uint4*>(gate_up + t * 2 * inter + j);
+  const uint4 uv = *reinterpret_cast<const uint4*>(gate_up + t * 2 * inter + inter + j);
+  const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&gv);
+  const auto* u2 = reinterpret_cast<const __nv_bfloat162*>(&uv);
+  uint4 ov;
+  auto* o2 = reinterpret_cast<__nv_bfloat162*>(&ov);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 g = __bfloat1622float2(g2[i]), u = __bfloat1622float2(u2[i]);
+    o2[i] = __floats2bfloat162_rn(g.x / (1.0f + expf(-g.x)) * u.x, g.y / (1.0f + expf(-g.y)) * u.y);
+  }
+  *reinterpret_cast<uint4*>(out + t * inter + j) = ov;
+}
+
 __global__ void gather_rows_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ idx, int64_t dim,
                                    bf16* __restrict__ out) {
   const bf16* src = x + static_cast<int64_t>(idx[blockIdx.x]) * dim;
@@ -94,15 +116,21 @@ void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const
   if (n == 0) return;
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(num_heads + 2 * num_kv_heads));
   const int threads = static_cast<int>(std::min<int64_t>(kMaxHeadDim, std::max<int64_t>(32, (head_dim + 31) / 32 * 32)));
-  qkv_rope_cache_kernel<<<grid, threads, 0, stream>>>(qkv, bias, q_norm, k_norm, eps, positions, slot_mapping,
-                                                      num_heads, num_kv_heads, head_dim, inv_freq,
-                                                      layout == RopeLayout::kInterleaved, q_out, k_cache, v_cache);
+  launch_pdl(qkv_rope_cache_kernel, grid, dim3(threads), 0, stream, true, qkv, bias, q_norm, k_norm, eps, positions,
+             slot_mapping, num_heads, num_kv_heads, head_dim, inv_freq, layout == RopeLayout::kInterleaved, q_out,
+             k_cache, v_cache);
 }
 
 void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream) {
   const int64_t count = n * inter;
   if (count == 0) return;
   constexpr int kThreads = 256;
+  const bool aligned = reinterpret_cast<uintptr_t>(gate_up) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (inter % 8 == 0 && aligned && n <= 65535) {
+    const dim3 grid(static_cast<unsigned>((inter / 8 + kThreads - 1) / kThreads), static_cast<unsigned>(n));
+    silu_and_mul_fused_vec_kernel<<<grid, kThreads, 0, stream>>>(gate_up, inter, out);
+    return;
+  }
   const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65535);
   silu_and_mul_fused_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gate_up, n, inter, out);
 }

@@ -32,6 +32,7 @@
 #include <atomic>
 
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/pdl.h"
 
 namespace tessera::cuda {
 namespace {
@@ -54,18 +55,6 @@ struct Params {
   int64_t m;  // output columns (gemv_silu_mul: inter)
   void* out;
 };
-
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
 
 __device__ __forceinline__ uint64_t evict_first_policy() {
   uint64_t policy;
@@ -314,17 +303,7 @@ cudaError_t launch(const Params& p, int64_t ctas, bool pdl, cudaStream_t stream)
       done.fetch_or(bit, std::memory_order_acq_rel);
     }
   }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(ctas));
-  config.blockDim = dim3(W * 32);
-  config.dynamicSmemBytes = kSmem;
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = pdl ? attr : nullptr;
-  config.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, p);
+  return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3(W * 32), kSmem, stream, pdl, p);
 }
 
 template <int W, int S, Epi E>

@@ -1,5 +1,8 @@
 // RMSNorm and fused residual-add + RMSNorm: one block per row; the sum of squares is
-// reduced in fp32 across the block, then each thread scales its elements.
+// reduced in fp32 across the block, then each thread scales its elements (16-byte pieces
+// held in registers where the row allows, else element by element).
+#include <cstdint>
+
 #include "backend/cuda/ops.h"
 
 namespace tessera::cuda {
@@ -52,16 +55,90 @@ __global__ void fused_add_rms_norm_kernel(bf16* x, bf16* residual, const bf16* _
   }
 }
 
+// Rows of dim % 8 == 0 up to kThreads * 8 * V elements: each thread keeps its V 16-byte
+// pieces of the row in registers, so the row is read once (and the residual written once).
+template <int V, bool kAdd>
+__global__ void rms_norm_vec_kernel(bf16* x, bf16* residual, const bf16* __restrict__ weight, float eps, int dim,
+                                    bf16* out) {
+  const int chunks = dim / 8;
+  const int64_t row = int64_t{blockIdx.x} * dim;
+  uint4 v[V];
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (c >= chunks) break;
+    v[i] = *reinterpret_cast<const uint4*>(x + row + c * 8);
+    auto* h = reinterpret_cast<__nv_bfloat162*>(&v[i]);
+    if constexpr (kAdd) {
+      const uint4 r = *reinterpret_cast<const uint4*>(residual + row + c * 8);
+      const auto* rh = reinterpret_cast<const __nv_bfloat162*>(&r);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 a = __bfloat1622float2(h[j]), b = __bfloat1622float2(rh[j]);
+        h[j] = __floats2bfloat162_rn(a.x + b.x, a.y + b.y);  // the residual stream stays bf16
+      }
+      *reinterpret_cast<uint4*>(residual + row + c * 8) = v[i];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 a = __bfloat1622float2(h[j]);
+      ss += a.x * a.x + a.y * a.y;
+    }
+  }
+  const float inv_rms = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (c >= chunks) break;
+    const uint4 w = *reinterpret_cast<const uint4*>(weight + c * 8);
+    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v[i]);
+    const auto* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+    uint4 o;
+    auto* oh = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 a = __bfloat1622float2(h[j]), b = __bfloat1622float2(wh[j]);
+      oh[j] = __floats2bfloat162_rn(a.x * inv_rms * b.x, a.y * inv_rms * b.y);
+    }
+    *reinterpret_cast<uint4*>(out + row + c * 8) = o;
+  }
+}
+
+// Launches the vectorized kernel when the shape and alignment allow; false otherwise.
+template <bool kAdd>
+bool launch_vec(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out,
+                cudaStream_t stream) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (dim % 8 != 0 || !aligned(x) || !aligned(weight) || !aligned(out) || (kAdd && !aligned(residual))) return false;
+  const int64_t per_thread = (dim / 8 + kThreads - 1) / kThreads;
+  const unsigned grid = static_cast<unsigned>(n);
+  const int d = static_cast<int>(dim);
+  if (per_thread <= 1) {
+    rms_norm_vec_kernel<1, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+  } else if (per_thread <= 2) {
+    rms_norm_vec_kernel<2, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+  } else if (per_thread <= 4) {
+    rms_norm_vec_kernel<4, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void rms_norm(const bf16* x, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out, cudaStream_t stream) {
   if (n == 0) return;
+  // x is only read (the kernel's x is not const for the fused variant's sake).
+  if (launch_vec<false>(const_cast<bf16*>(x), nullptr, weight, eps, n, dim, out, stream)) return;
   rms_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, weight, eps, dim, out);
 }
 
 void fused_add_rms_norm(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim,
                         cudaStream_t stream) {
   if (n == 0) return;
+  if (launch_vec<true>(x, residual, weight, eps, n, dim, x, stream)) return;
   fused_add_rms_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, residual, weight, eps, dim);
 }
 

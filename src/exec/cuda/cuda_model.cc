@@ -155,9 +155,10 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   auto mark = [&](OpTimer::Op op) {
     if (timer_ != nullptr) timer_->mark(op, stream);
   };
-  // Few tokens (decode): fused GEMVs that stream the weights at the memory's speed, the
-  // norms in their prologues and the residual adds in their epilogues, chained with
-  // programmatic dependent launch. More tokens: cuBLASLt GEMMs with separate norms.
+  // Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the memory's
+  // speed (the norm in the prologue, the residual add in the epilogue), chained with
+  // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs
+  // (set_decode_gemm). More tokens: cuBLASLt GEMMs with separate norms.
   const GemvOptions pdl{.pdl = true};
   embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
   mark(OpTimer::kEmbed);
@@ -188,6 +189,17 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
       mark(OpTimer::kOGemm);
+      if (decode_mlp_gemm_) {
+        rms_norm(act.hidden.get(), w.ffn_norm, eps, n, d, act.branch.get(), stream);
+        mark(OpTimer::kNorm);
+        TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
+        mark(OpTimer::kGateUpGemm);
+        silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
+        mark(OpTimer::kSilu);
+        TESSERA_GEMM_TRY(gemm_.matmul_add(act.act.get(), w.down, n, inter, d, act.hidden.get(), stream));
+        mark(OpTimer::kDownGemm);
+        continue;
+      }
       TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
                                      act.act.get(), stream, pdl));
       mark(OpTimer::kGateUpGemm);
@@ -219,14 +231,18 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
                           float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
-  if (uses_gemv(step.meta.num_tokens)) {
+  if (uses_gemv(step.meta.num_tokens) && !decode_head_gemm_) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
                               lm_head_, num_rows, d, config_.vocab_size, logits, stream, GemvOptions{.pdl = true}));
   } else {
-    TESSERA_GEMM_TRY(gemm_.matmul_f32(act.selected.get() + first_row * d, lm_head_, num_rows, d, config_.vocab_size,
-                                      logits, stream));
+    bf16* rows = act.selected.get() + first_row * d;
+    if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet
+      gather_rows(act.hidden.get(), step.logits_indices + first_row, num_rows, d, rows, stream);
+      rms_norm(rows, final_norm_, static_cast<float>(config_.rms_norm_eps), num_rows, d, rows, stream);
+    }
+    TESSERA_GEMM_TRY(gemm_.matmul_f32(rows, lm_head_, num_rows, d, config_.vocab_size, logits, stream));
   }
   if (timer_ != nullptr) timer_->mark(OpTimer::kLmHead, stream);
   return Status();

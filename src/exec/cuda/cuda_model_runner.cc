@@ -63,6 +63,10 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
   r->max_model_len_ = max_model_len;
   r->use_graphs_ = use_graphs;
+  // TESSERA_DECODE_GEMM=0: the all-GEMV decode step (for comparison).
+  if (const char* g = std::getenv("TESSERA_DECODE_GEMM"); g != nullptr && std::string(g) == "0") {
+    r->model_->set_decode_gemm(false, false);
+  }
   if (const char* tune = std::getenv("TESSERA_GEMM_TUNE"); tune != nullptr && std::string(tune) == "1") {
     r->tune_gemms_ = true;
     r->model_->set_gemm_tuning(true);
