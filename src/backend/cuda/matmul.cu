@@ -55,7 +55,7 @@ Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type)
                                        sizeof(workspace_bytes_));
   cublasLtMatmulHeuristicResult_t heuristics[kCandidates] = {};
   int found = 0;
-  const int wanted = tuning_ && n <= kTuneMaxRows ? kCandidates : 1;
+  const int wanted = n <= tune_max_rows_ ? kCandidates : 1;
   s = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, wanted, heuristics, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {

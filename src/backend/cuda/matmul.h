@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,10 +18,10 @@ namespace tessera::cuda {
 
 // One cuBLASLt handle and its workspace, per device and stream user. The descriptors and
 // the algorithm are cached per shape, so a repeated GEMM costs one call. With tuning on
-// (set_tuning), shapes of up to kTuneMaxRows rows (decode batches: memory-bound, where the
+// (set_tuning), shapes of up to the given rows (decode batches: memory-bound, where the
 // heuristic's first pick is often slow) are tuned on their first call outside a CUDA graph
 // capture: the heuristic's best candidates are timed on the call's own operands (into a
-// scratch output) and the fastest is kept. Off by default until measured.
+// scratch output) and the fastest is kept. Off unless set.
 class Gemm {
  public:
   Gemm();
@@ -38,7 +39,8 @@ class Gemm {
                          cudaStream_t stream);
 
   static constexpr int64_t kTuneMaxRows = 512;
-  void set_tuning(bool on) { tuning_ = on; }
+  // Tunes shapes of up to max_rows rows (at most kTuneMaxRows; 0: no tuning).
+  void set_tuning(int64_t max_rows) { tune_max_rows_ = std::min(max_rows, kTuneMaxRows); }
 
  private:
   struct Plan {
@@ -57,7 +59,7 @@ class Gemm {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
-  bool tuning_ = false;
+  int64_t tune_max_rows_ = 0;
   void* tune_out_ = nullptr;  // scratch output of tuning runs
   size_t tune_out_bytes_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan> plans_;

@@ -81,8 +81,8 @@ class CudaModel {
                  cudaStream_t stream);
   // Whether a step of num_tokens runs the fused decode GEMVs (else cuBLASLt GEMMs).
   bool uses_gemv(int64_t num_tokens) const;
-  // cuBLASLt algorithm tuning for decode-sized shapes (Gemm::set_tuning).
-  void set_gemm_tuning(bool on) { gemm_.set_tuning(on); }
+  // cuBLASLt algorithm tuning for shapes of up to max_rows rows (Gemm::set_tuning).
+  void set_gemm_tuning(int64_t max_rows) { gemm_.set_tuning(max_rows); }
   // Marks each op's end on this timer (eager steps only; null: none).
   void set_timer(OpTimer* timer) { timer_ = timer; }
   // Decode steps (uses_gemv): the MLP and the LM head through cuBLASLt (with a norm and a
