@@ -147,7 +147,10 @@ int main() {
     const int splits = tessera::cuda::attention_num_splits(tokens, kv_heads, num_sms, max_model_len);
     void* ws = nullptr;
     const size_t ws_bytes = tessera::cuda::attention_workspace_bytes(tokens, heads, hd, splits);
-    if (ws_bytes > 0) cudaMalloc(&ws, ws_bytes);
+    if (ws_bytes > 0) {
+      cudaMalloc(&ws, ws_bytes);
+      cudaMemset(ws, 0, ws_bytes);  // the split merge's arrival counts start at zero
+    }
     const double ms =
         time_ms([&] { tessera::cuda::paged_attention(q, kc, vc, meta, shape, splits, ws, out, nullptr); }, 20);
     if (new_tokens == 1) {

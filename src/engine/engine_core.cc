@@ -3,6 +3,9 @@
 #include "exec/cpu_model_runner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
 namespace tessera {
@@ -37,6 +40,28 @@ EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& conf
   for (int64_t id : model_config.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_, eos_token_ids_);
   scratch_.resize(static_cast<size_t>(model_config.vocab_size));
+  if (const char* p = std::getenv("TESSERA_ENGINE_PROFILE"); p != nullptr && *p != '\0' && *p != '0') {
+    profile_.enabled = true;
+  }
+}
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+EngineCore::~EngineCore() {
+  const StepProfile& p = profile_;
+  if (!p.enabled || p.steps == 0) return;
+  const double n = static_cast<double>(p.steps);
+  std::fprintf(stderr,
+               "tessera: engine profile, %lld steps; per step: schedule %.3f ms, runner %.3f ms, sampling and "
+               "update %.3f ms, between steps (output processing) %.3f ms\n",
+               static_cast<long long>(p.steps), p.schedule_ms / n, p.execute_ms / n, p.update_ms / n,
+               p.steps > 1 ? p.between_ms / (n - 1) : 0.0);
 }
 
 Status EngineCore::add_request(std::unique_ptr<Request> r) {
@@ -102,10 +127,13 @@ PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int3
 
 std::vector<EngineStepOutput> EngineCore::step() {
   std::vector<EngineStepOutput> outputs;
+  const double t0 = profile_.enabled ? now_ms() : 0.0;
   const SchedulerOutput out = scheduler_->schedule();
   if (out.empty()) return outputs;
+  const double t1 = profile_.enabled ? now_ms() : 0.0;
   std::vector<LogitsRows> rows;
   runner_->execute(out, [this](RequestId id) { return scheduler_->request(id); }, &rows);
+  const double t2 = profile_.enabled ? now_ms() : 0.0;
 
   const int64_t vocab = runner_->vocab_size();
   std::vector<int32_t> sampled;
@@ -150,6 +178,15 @@ std::vector<EngineStepOutput> EngineCore::step() {
     o.status = results[i].status;
     if (is_finished(o.status)) samplers_.erase(o.id);
     outputs.push_back(std::move(o));
+  }
+  if (profile_.enabled) {
+    const double t3 = now_ms();
+    if (profile_.last_end_ms >= 0) profile_.between_ms += t0 - profile_.last_end_ms;
+    profile_.schedule_ms += t1 - t0;
+    profile_.execute_ms += t2 - t1;
+    profile_.update_ms += t3 - t2;
+    profile_.steps += 1;
+    profile_.last_end_ms = t3;
   }
   return outputs;
 }

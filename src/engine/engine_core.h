@@ -68,6 +68,7 @@ class EngineCore : public EngineCoreBase {
                                                     const RunnerFactory& make_runner);
   // On the CPU: a CpuModelRunner over `model`, which must outlive the engine.
   static Result<std::unique_ptr<EngineCore>> create(Model& model, const EngineConfig& config);
+  ~EngineCore() override;
 
   const KvCachePlan& plan() const { return plan_; }
   const ModelConfig& model_config() const { return model_config_; }
@@ -95,6 +96,16 @@ class EngineCore : public EngineCoreBase {
   std::unordered_map<RequestId, Sampler> samplers_;
   std::mt19937_64 seed_source_;
   std::vector<float> scratch_;  // [vocab] processed logits / logprobs
+
+  // TESSERA_ENGINE_PROFILE=1: where each step's host time goes (printed when the engine
+  // ends): scheduling, the runner, sampling and the scheduler's update, and the time between
+  // steps (the caller's output processing).
+  struct StepProfile {
+    bool enabled = false;
+    int64_t steps = 0;
+    double schedule_ms = 0, execute_ms = 0, update_ms = 0, between_ms = 0, last_end_ms = -1;
+  };
+  StepProfile profile_;
 };
 
 }  // namespace tessera

@@ -174,7 +174,11 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   for (const auto& [m, plan_name] : metas) {
     for (int s : splits) {
       DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
-      CUDA_OK(cudaMemset(ws.p, 0xff, ws.n));  // NaN floats: a partial read before written shows
+      // NaN floats, so a partial read before written shows; the arrival counts at the end
+      // start at zero.
+      const size_t counts = s > 1 ? static_cast<size_t>(T * c.num_heads) * sizeof(int) : 0;
+      CUDA_OK(cudaMemset(ws.p, 0xff, ws.n - counts));
+      CUDA_OK(cudaMemset(ws.p + (ws.n - counts), 0, counts));
       CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
       cuda::paged_attention(dq.p, dkc.p, dvc.p, m, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
       CUDA_OK(cudaGetLastError());
@@ -238,6 +242,7 @@ TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
   DeviceBuffer<int32_t> dpos(T), dseq(T), dindptr(T + 1), dids(total_blocks);
   const int splits = cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext);
   DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, splits));
+  CUDA_OK(cudaMemset(ws.p, 0, ws.n));
   cuda::AttentionMetadata meta{dpos.p, dseq.p, nullptr, dindptr.p, dids.p, T};
   const cuda::AttentionShape gs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
                                 1.0f / std::sqrt(static_cast<float>(c.head_dim)), 0};
@@ -284,7 +289,7 @@ TEST(CudaAttention, SplitsFollowTheBatchAndWorkspaceFitsThem) {
   EXPECT_EQ(cuda::attention_num_splits(1, 8, 132, 100), 1);
   EXPECT_EQ(cuda::attention_num_splits(0, 8, 132, 4096), 16);
   EXPECT_EQ(cuda::attention_workspace_bytes(64, 32, 128, 1), 0u);
-  EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4), 2u * 32 * 4 * (128 + 2) * sizeof(float));
+  EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4), 2u * 32 * 4 * (128 + 2) * sizeof(float) + 2 * 32 * sizeof(int));
 }
 
 // The prefill plan, on the host: runs of >= 16 tokens in tiles of 128 / G tokens (longest key

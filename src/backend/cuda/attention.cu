@@ -7,9 +7,9 @@
 //   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
 // and out = acc / l. Split s of num_splits covers keys [first + s*len, first + (s+1)*len),
-// len = ceil(visible / num_splits) rounded up to a step; its (acc, m, l) go to a workspace
-// and attention_reduce (attention_reduce.cu) merges them:  M = max_s m_s,
-//   out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
+// len = ceil(visible / num_splits) rounded up to a step; its (acc, m, l) go to a workspace,
+// and the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
+//   M = max_s m_s,  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 //
 // Grid (token, KV head x head chunk, split), 4 warps per CTA. A CTA holds up to R (8 or 16) query
 // heads of one GQA group (all of it when G <= 8, or <= 16 for head_dim <= 128) as the 16 rows
@@ -64,6 +64,7 @@ struct Params {
   float* part_acc;   // [num_tokens, num_heads, num_splits, head_dim], num_splits > 1
   float* part_m;     // [num_tokens, num_heads, num_splits]
   float* part_l;     // [num_tokens, num_heads, num_splits]
+  int* arrivals;     // [CTAs in x, CTAs in y]: splits done per (token, head chunk); zero between launches
 };
 
 __device__ __forceinline__ void mma_k16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -109,6 +110,51 @@ __device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
 }
 
+// After a split's partials are stored: the last of the num_splits CTAs of this (token, head
+// chunk) to arrive merges them into out (see the file comment) and resets the count, so the
+// counts are zero again for the next launch (and for the next replay of a CUDA graph).
+template <int D>
+__device__ void merge_if_last(const Params& p, int64_t row0, int nh) {
+  __shared__ bool last;
+  __threadfence();  // this thread's partials are visible before the count moves
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* count = p.arrivals + int64_t{blockIdx.x} * gridDim.y + blockIdx.y;
+    last = atomicAdd(count, 1) == p.num_splits - 1;
+    if (last) *count = 0;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // and the other CTAs' partials are visible here (read through L2: __ldcg)
+  for (int i = threadIdx.x; i < nh * (D / 4); i += kThreads) {
+    const int64_t row = row0 + i / (D / 4);
+    const int d = 4 * (i % (D / 4));
+    const float* m = p.part_m + row * p.num_splits;
+    const float* l = p.part_l + row * p.num_splits;
+    float big = -INFINITY;
+    for (int s = 0; s < p.num_splits; ++s) {
+      if (__ldcg(l + s) > 0.0f) big = fmaxf(big, __ldcg(m + s));
+    }
+    float total = 0.0f;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < p.num_splits; ++s) {
+      const float ls = __ldcg(l + s);
+      if (!(ls > 0.0f)) continue;  // an empty split: its acc was never written
+      const float w = exp2_approx(__ldcg(m + s) - big);
+      total += ls * w;
+      const float4 a = __ldcg(reinterpret_cast<const float4*>(p.part_acc + (row * p.num_splits + s) * D + d));
+      sum.x += w * a.x, sum.y += w * a.y, sum.z += w * a.z, sum.w += w * a.w;
+    }
+    const float inv = 1.0f / total;
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x * inv, sum.y * inv);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z * inv, sum.w * inv);
+    uint2 v;
+    v.x = *reinterpret_cast<const uint32_t*>(&lo);
+    v.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p.out + row * D + d) = v;
+  }
+}
+
 // head_dim; query-head rows per CTA (8, or 16 for groups of 9..16). Registers capped for
 // 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256.
 template <int D, int R>
@@ -143,6 +189,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       p.part_m[(row0 + r) * p.num_splits + split] = -INFINITY;
       p.part_l[(row0 + r) * p.num_splits + split] = 0.0f;
     }
+    merge_if_last<D>(p, row0, nh);
     return;
   }
   for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
@@ -324,6 +371,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       if (d == 0) p.part_m[part] = m, p.part_l[part] = l;
     }
   }
+  if (p.num_splits > 1) merge_if_last<D>(p, row0, nh);
 }
 
 __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v,
@@ -390,6 +438,7 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
     p.part_acc = static_cast<float*>(workspace);
     p.part_m = p.part_acc + parts * d;
     p.part_l = p.part_m + parts;
+    p.arrivals = reinterpret_cast<int*>(p.part_l + parts);
   }
   const int64_t heads_y = shape.num_kv_heads * p.head_chunks;
   TESSERA_CHECK(heads_y <= 65535);
@@ -400,10 +449,6 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
     rows == 16 ? launch<128, 16>(p, grid, stream) : launch<128, 8>(p, grid, stream);
   } else {
     launch<256, 8>(p, grid, stream);
-  }
-  if (num_splits > 1) {
-    detail::attention_reduce(p.part_acc, p.part_m, p.part_l, ctas_x * shape.num_heads, p.tokens, shape.num_heads,
-                             num_splits, d, out, stream);
   }
 }
 

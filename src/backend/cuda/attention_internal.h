@@ -15,11 +15,6 @@ namespace detail {
 // attention_prefill.cu: the tiled prefill kernel over meta's plan (plan_prefill_tiles > 0).
 void attention_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                        const AttentionShape& shape, bf16* out, cudaStream_t stream);
-// attention_reduce.cu: merges the num_splits partials of `rows` (token, head) rows into out;
-// row i is (tokens[i / num_heads], i % num_heads), or row i itself when tokens is null.
-void attention_reduce(const float* part_acc, const float* part_m, const float* part_l, int64_t rows,
-                      const int32_t* tokens, int64_t num_heads, int num_splits, int64_t head_dim, bf16* out,
-                      cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace tessera::cuda

@@ -84,6 +84,8 @@ __global__ void silu_and_mul_fused_kernel(const bf16* __restrict__ gate_up, int6
 // inter % 8 == 0: 8 outputs per thread with 16-byte loads; grid (chunks of the row, token).
 __global__ void silu_and_mul_fused_vec_kernel(const bf16* __restrict__ gate_up, int64_t inter,
                                               bf16* __restrict__ out) {
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
   const int64_t j = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * 8, t = blockIdx.y;
   if (j >= inter) return;
   const uint4 gv = *reinterpret_cast<const uint4*>(gate_up + t * 2 * inter + j);
@@ -128,7 +130,7 @@ void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out
   const bool aligned = reinterpret_cast<uintptr_t>(gate_up) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (inter % 8 == 0 && aligned && n <= 65535) {
     const dim3 grid(static_cast<unsigned>((inter / 8 + kThreads - 1) / kThreads), static_cast<unsigned>(n));
-    silu_and_mul_fused_vec_kernel<<<grid, kThreads, 0, stream>>>(gate_up, inter, out);
+    launch_pdl(silu_and_mul_fused_vec_kernel, grid, dim3(kThreads), 0, stream, true, gate_up, inter, out);
     return;
   }
   const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65535);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cuda/ops.h"
+#include "backend/cuda/pdl.h"
 
 namespace tessera::cuda {
 namespace {
@@ -60,6 +61,8 @@ __global__ void fused_add_rms_norm_kernel(bf16* x, bf16* residual, const bf16* _
 template <int V, bool kAdd>
 __global__ void rms_norm_vec_kernel(bf16* x, bf16* residual, const bf16* __restrict__ weight, float eps, int dim,
                                     bf16* out) {
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
   const int chunks = dim / 8;
   const int64_t row = int64_t{blockIdx.x} * dim;
   uint4 v[V];
@@ -114,12 +117,15 @@ bool launch_vec(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t 
   const int64_t per_thread = (dim / 8 + kThreads - 1) / kThreads;
   const unsigned grid = static_cast<unsigned>(n);
   const int d = static_cast<int>(dim);
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, stream, true, x, residual, weight, eps, d, out);
+  };
   if (per_thread <= 1) {
-    rms_norm_vec_kernel<1, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+    go(rms_norm_vec_kernel<1, kAdd>);
   } else if (per_thread <= 2) {
-    rms_norm_vec_kernel<2, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+    go(rms_norm_vec_kernel<2, kAdd>);
   } else if (per_thread <= 4) {
-    rms_norm_vec_kernel<4, kAdd><<<grid, kThreads, 0, stream>>>(x, residual, weight, eps, d, out);
+    go(rms_norm_vec_kernel<4, kAdd>);
   } else {
     return false;
   }

@@ -81,7 +81,8 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 // keys [first + s*len, first + (s+1)*len), len = ceil(visible / num_splits) rounded up to
 // 2048 / head_dim, computed on the device, so a CUDA graph captured at a fixed num_tokens and
 // num_splits stays valid as contexts grow. num_splits == 1 writes out directly; else the
-// partials go to workspace and a second kernel merges them. No host sync, no allocation.
+// partials go to workspace and the last CTA of each (token, head group) to finish merges
+// them. No host sync, no allocation.
 //   head_dim: 64, 128 or 256 (aborts otherwise); any G = num_heads / num_kv_heads.
 //   block_size: any (a power of two is faster); q, out, caches and workspace 16-byte aligned.
 
@@ -94,7 +95,9 @@ int attention_num_splits(int64_t num_tokens, int64_t num_kv_heads, int num_sms, 
 
 // Bytes of workspace paged_attention needs at this many tokens and splits (0 when
 // num_splits == 1): fp32 acc [num_tokens, num_heads, num_splits, head_dim], then m and l
-// [num_tokens, num_heads, num_splits]. Grows with each argument.
+// [num_tokens, num_heads, num_splits], then int arrival counts [num_tokens, num_heads]. Grows
+// with each argument. Zero the workspace once after allocating it: every call leaves the
+// counts at zero again.
 size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int num_splits);
 
 // Prefill plan of one step, on the host (once per step, for every layer): each sequence's

@@ -36,7 +36,9 @@ Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t r
                                   std::tuple{&selected, static_cast<size_t>(rows * c.hidden_size), "logits rows"}}) {
     if (Status s = buf->allocate(count, what); !s.ok()) return s;
   }
-  return attention_workspace.allocate(attention_workspace_bytes, "the attention workspace");
+  if (Status s = attention_workspace.allocate(attention_workspace_bytes, "the attention workspace"); !s.ok()) return s;
+  // The split merge's arrival counts start at zero (and return to it after every step).
+  return cuda_status(cudaMemset(attention_workspace.get(), 0, attention_workspace_bytes), "the attention workspace");
 }
 
 Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, cudaStream_t stream) {
