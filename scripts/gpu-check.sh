@@ -11,7 +11,8 @@
 #   model8b  a random Llama-3.1-8B-shape checkpoint (tools/reference/make_random_llama8b.py,
 #            kept in $MODEL8B between calls; the Llama 3.1 tokenizer from .gpu-data when
 #            carried), transformers' greedy golden for it on the GPU (8 prompts x 64 tokens,
-#            the bf16 weights run in fp32), and cuda_tests' whole-model check against it
+#            the bf16 weights run in fp32; transformers in bf16 against it as calibration, in
+#            the golden's summary.calibration), and cuda_tests' whole-model check against it
 #   bench8b  the issue's speed figures on that checkpoint: batch-1 decode, vLLM's latency
 #            test, offline throughput (128 x 512 -> 256 and 1000 x 1000 -> 1000)
 #   serve8b  cold start of `tessera serve` (process start to /health 200) and `tessera bench
@@ -96,7 +97,8 @@ if has model8b; then
   [ -d .gpu-data/llama3_1 ] && cp .gpu-data/llama3_1/tokenizer*.json "$MODEL8B/"
   GOLDEN=$MODEL8B/hf-llama8b-random.json
   [ -f "$GOLDEN" ] || step hf_golden8b python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" --random-prompts \
-    --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype float32 --threads 16 --out "$GOLDEN" \
+    --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype float32 --calibrate-dtype bfloat16 \
+    --threads 16 --out "$GOLDEN" \
     || tail -20 "$LOG/hf_golden8b.log"
   cp "$GOLDEN" "$OUTDIR/"
   step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'

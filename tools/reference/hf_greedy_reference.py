@@ -19,6 +19,15 @@ log_softmax of those raw logits (computed in float64 from the float32 logits). A
 whole sequence is run once more without cache and its logits are compared with the
 incremental ones (recorded as max_abs_logit_diff_full_vs_incremental).
 
+--calibrate-dtype bfloat16: after the main run, the same prompts are decoded again with the model
+loaded in that dtype (from_pretrained(dtype=...), which keeps rope's inv_freq in float32 as an
+engine would; model.to(bfloat16) would round it too, about doubling the noise; the logits come
+out in that dtype, and a GGUF's dequantized weights are rounded to it) and compared with
+the main run by the CUDA test's criteria (tests/cuda/test_cuda_model.cc): tokens compared up to
+the first divergence of each case, max |logprob diff| of the chosen token where both agree, and
+at each first divergence whether each token is in the other's top-5. That is the noise level
+of the dtype itself, recorded as summary.calibration and printed.
+
 Output JSON: model, source, generator, transformers_version, torch_version, gguf_version,
 dtype, max_tokens, top_k, cases[{prompt_token_ids, token_ids, logprobs [{"<id>": lp} top-K per
 step], token_logprobs, top1_margins, prompt_text?, chat?}], plus summary statistics.
@@ -90,7 +99,7 @@ def gguf_metadata(path):
     return arch, get, types, names
 
 
-def load_model(args):
+def load_model(args, dtype):
     import torch
     import transformers
     source = {}
@@ -123,15 +132,15 @@ def load_model(args):
             raise SystemExit("transformers would misread this GGUF: " + "; ".join(problems) +
                              ". Pass --config-from <HF dir with the same model>.")
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            d, gguf_file=f, config=cfg, dtype=torch.float32, attn_implementation="eager")
+            d, gguf_file=f, config=cfg, dtype=getattr(torch, dtype), attn_implementation="eager")
         source.update({"format": "gguf", "file": rel(args.model), "sha256": sha256(args.model),
                        "gguf_architecture": arch,
                        "tensor_types": types,
-                       "loader": "transformers from_pretrained(gguf_file=...): gguf-py dequantize to float32"
+                       "loader": f"transformers from_pretrained(gguf_file=...): gguf-py dequantize to {dtype}"
                                  + (", llama q/k un-permuted" if arch == "llama" else "")})
     else:
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            args.model, dtype=getattr(torch, args.dtype), attn_implementation="eager")
+            args.model, dtype=getattr(torch, dtype), attn_implementation="eager")
         source.update({"format": "safetensors", "dir": rel(args.model),
                        "loader": "transformers from_pretrained"})
     model.eval()
@@ -185,6 +194,50 @@ def greedy(model, prompt_ids, max_tokens, top_k, device="cpu"):
     return gen, lps, tok_lps, margins, diff
 
 
+def compare_runs(ref_cases, cases):
+    """The CUDA test's criteria, with ref_cases (the main run) in the role of the golden."""
+    compared, max_diff, divergences = 0, 0.0, []
+    top5 = lambda lps: sorted(lps, key=lps.get, reverse=True)[:5]
+    for ci, (ref, c) in enumerate(zip(ref_cases, cases)):
+        for i, (r, t) in enumerate(zip(ref["token_ids"], c["token_ids"])):
+            if r == t:
+                compared += 1
+                max_diff = max(max_diff, abs(c["token_logprobs"][i] - ref["token_logprobs"][i]))
+                continue
+            divergences.append({"case": ci, "position": i, "main_token": r, "token": t,
+                                "in_main_top5": str(t) in top5(ref["logprobs"][i]),
+                                "main_in_top5": str(r) in top5(c["logprobs"][i]),
+                                "main_top1_margin": ref["top1_margins"][i]})
+            break
+    return {"positions_compared": compared, "cases_diverged": len(divergences),
+            "max_abs_logprob_diff": round(max_diff, 6),
+            "all_divergences_within_top5": all(d["in_main_top5"] and d["main_in_top5"] for d in divergences),
+            "divergences": divergences}
+
+
+def decode_cases(model, cases_in, args):
+    cases, all_margins, max_diff = [], [], 0.0
+    for c in cases_in:
+        gen, lps, tok_lps, margins, diff = greedy(model, c["prompt_token_ids"], args.max_tokens, args.top_k,
+                                                  args.device)
+        # sanity: the chosen token's logprob is the max of the top-K and is its first entry
+        for step, (t, d, tl) in enumerate(zip(gen, lps, tok_lps)):
+            best = max(d.values())
+            assert abs(round(tl, 6) - best) < 1e-9 and str(t) in d and d[str(t)] == best, (step, t, d)
+            assert all(v <= 0.0 for v in d.values())
+        case = dict(c)
+        case.update({"token_ids": gen, "logprobs": lps, "token_logprobs": [round(x, 6) for x in tok_lps],
+                     "top1_margins": [round(m, 6) for m in margins],
+                     "max_abs_logit_diff_full_vs_incremental": diff})
+        cases.append(case)
+        all_margins += margins
+        max_diff = max(max_diff, diff)
+        print(f"  prompt {len(c['prompt_token_ids']):4d} tokens -> {gen[:10]}... "
+              f"min margin {min(margins):.4f}, {len(set(gen))} distinct tokens, full-vs-incremental {diff:.2e}",
+              file=sys.stderr)
+    return cases, np.array(all_margins), max_diff
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="transformers directory or .gguf file")
@@ -205,13 +258,17 @@ def main():
                     help="weights and activations (bfloat16 for the Llama-8B shape on the GPU machine)")
     ap.add_argument("--random-vocab", type=int, default=TINY_TOKENIZER_SIZE,
                     help="--random-prompts draw ids in [3, this)")
+    ap.add_argument("--calibrate-dtype", choices=["float32", "bfloat16", "float16"],
+                    help="decode again in this dtype and record how far that is from the main run")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.calibrate_dtype and args.top_k < 5:
+        ap.error("--calibrate-dtype needs --top-k >= 5 (the top-5 criterion)")
 
     import torch
     import transformers
     torch.set_num_threads(args.threads)
-    model, source = load_model(args)
+    model, source = load_model(args, args.dtype)
     model.to(args.device)
 
     cases_in = []
@@ -245,29 +302,26 @@ def main():
                              f"({type(tok).__name__}); chat cases: apply_chat_template(add_generation_prompt=True, "
                              "tokenize=False) then tokenize without adding special tokens; others: tokenizer(text)")
 
-    cases = []
-    all_margins, max_diff = [], 0.0
-    for c in cases_in:
-        gen, lps, tok_lps, margins, diff = greedy(model, c["prompt_token_ids"], args.max_tokens, args.top_k,
-                                                  args.device)
-        # sanity: the chosen token's logprob is the max of the top-K and is its first entry
-        for step, (t, d, tl) in enumerate(zip(gen, lps, tok_lps)):
-            best = max(d.values())
-            assert abs(round(tl, 6) - best) < 1e-9 and str(t) in d and d[str(t)] == best, (step, t, d)
-            assert all(v <= 0.0 for v in d.values())
-        case = dict(c)
-        case.update({"token_ids": gen, "logprobs": lps, "token_logprobs": [round(x, 6) for x in tok_lps],
-                     "top1_margins": [round(m, 6) for m in margins],
-                     "max_abs_logit_diff_full_vs_incremental": diff})
-        cases.append(case)
-        all_margins += margins
-        max_diff = max(max_diff, diff)
-        print(f"  prompt {len(c['prompt_token_ids']):4d} tokens -> {gen[:10]}... "
-              f"min margin {min(margins):.4f}, full-vs-incremental {diff:.2e}", file=sys.stderr)
+    cases, m, max_diff = decode_cases(model, cases_in, args)
+    calibration = None
+    if args.calibrate_dtype:
+        del model  # one model in memory at a time
+        cal_model, _ = load_model(args, args.calibrate_dtype)
+        cal_model.to(args.device)
+        print(f"calibration run in {args.calibrate_dtype}:", file=sys.stderr)
+        cal_cases, _, _ = decode_cases(cal_model, cases_in, args)
+        calibration = {"dtype": args.calibrate_dtype, **compare_runs(cases, cal_cases)}
+        for d in calibration["divergences"]:
+            print(f"  case {d['case']} diverges at {d['position']}: {args.dtype} {d['main_token']} "
+                  f"(margin {d['main_top1_margin']:.4f}), {args.calibrate_dtype} {d['token']}; "
+                  f"in the other's top-5: {d['in_main_top5']} / {d['main_in_top5']}", file=sys.stderr)
+        print(f"{args.calibrate_dtype} vs {args.dtype}: {calibration['positions_compared']} positions compared, "
+              f"{calibration['cases_diverged']} of {len(cases)} cases diverged "
+              f"(all within top-5: {calibration['all_divergences_within_top5']}), "
+              f"max |logprob diff| {calibration['max_abs_logprob_diff']:.4f}", file=sys.stderr)
 
     name = args.name or (os.path.splitext(os.path.basename(args.model))[0] if args.model.endswith(".gguf")
                          else os.path.basename(os.path.normpath(args.model)))
-    m = np.array(all_margins)
     doc = {
         "model": name,
         "source": source,
@@ -290,6 +344,8 @@ def main():
             "min_top1_margin": round(float(m.min()), 6),
             "frac_steps_margin_below_0.1": round(float((m < 0.1).mean()), 4),
             "max_abs_logit_diff_full_vs_incremental": max_diff,
+            "distinct_tokens_per_case": [len(set(c["token_ids"])) for c in cases],
+            **({"calibration": calibration} if calibration else {}),
         },
         "cases": cases,
     }
@@ -297,8 +353,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=None, separators=(",", ":"))
         f.write("\n")
-    print(f"{args.out}: {len(cases)} cases, mean top-1 margin {m.mean():.3f}, min {m.min():.4f}, "
-          f"<0.1 on {(m < 0.1).mean() * 100:.1f}% of steps", file=sys.stderr)
+    print(f"{args.out}: {len(cases)} cases, top-1 margin mean {m.mean():.3f}, median {np.median(m):.3f}, "
+          f"min {m.min():.4f}, <0.1 on {(m < 0.1).mean() * 100:.1f}% of steps", file=sys.stderr)
 
 
 def _pkg_version(name):
