@@ -251,9 +251,19 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
   std::unordered_map<Active*, std::vector<CompletionDelta>> news;
   std::unordered_map<Active*, std::vector<PositionLogprobs>> prompt_news;
   std::vector<Active*> order;
-  int64_t new_tokens = 0;
   std::vector<double> itls;
   std::vector<double> ttfts;
+  {
+    // The step's tokens are counted before any of its requests is counted finished (below,
+    // finish_child) or answered (publish), so a scrape that sees a request done sees its
+    // tokens too.
+    int64_t new_tokens = 0;
+    for (const EngineStepOutput& o : outputs) {
+      if (o.new_token && child_of_.count(o.id) != 0) ++new_tokens;
+    }
+    std::lock_guard lock(metrics_mu_);
+    metrics_.generation_tokens += new_tokens;
+  }
   for (const EngineStepOutput& o : outputs) {
     auto it = child_of_.find(o.id);
     if (it == child_of_.end()) continue;
@@ -270,7 +280,6 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
     CompletionDelta d;
     RequestStatus status = o.status;
     if (o.new_token) {
-      ++new_tokens;
       if (a->first_token_time == 0.0) {
         a->first_token_time = t;
         ttfts.push_back(t - a->arrival_time);
@@ -294,7 +303,6 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
   }
   {
     std::lock_guard lock(metrics_mu_);
-    metrics_.generation_tokens += new_tokens;
     for (double v : ttfts) metrics_.time_to_first_token.observe(v);
     for (double v : itls) metrics_.inter_token_latency.observe(v);
   }
