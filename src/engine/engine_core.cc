@@ -1,5 +1,6 @@
 #include "engine/engine_core.h"
 
+#include "common/check.h"
 #include "exec/cpu_model_runner.h"
 
 #include <algorithm>
@@ -58,10 +59,10 @@ EngineCore::~EngineCore() {
   if (!p.enabled || p.steps == 0) return;
   const double n = static_cast<double>(p.steps);
   std::fprintf(stderr,
-               "tessera: engine profile, %lld steps; per step: schedule %.3f ms, runner %.3f ms, sampling and "
-               "update %.3f ms, between steps (output processing) %.3f ms\n",
+               "tessera: engine profile, %lld steps; per step: schedule %.3f ms, runner (launch and collect) %.3f "
+               "ms, sampling and update %.3f ms, between steps %.3f ms, caller's work while a step runs %.3f ms\n",
                static_cast<long long>(p.steps), p.schedule_ms / n, p.execute_ms / n, p.update_ms / n,
-               p.steps > 1 ? p.between_ms / (n - 1) : 0.0);
+               p.steps > 1 ? p.between_ms / (n - 1) : 0.0, p.overlap_ms / n);
 }
 
 Status EngineCore::add_request(std::unique_ptr<Request> r) {
@@ -126,13 +127,35 @@ PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int3
 }  // namespace
 
 std::vector<EngineStepOutput> EngineCore::step() {
-  std::vector<EngineStepOutput> outputs;
+  if (!launch_step()) return {};
+  return finish_step();
+}
+
+bool EngineCore::launch_step() {
+  TESSERA_CHECK_MSG(!in_flight_, "launch_step: the last step was not finished");
   const double t0 = profile_.enabled ? now_ms() : 0.0;
-  const SchedulerOutput out = scheduler_->schedule();
-  if (out.empty()) return outputs;
+  SchedulerOutput out = scheduler_->schedule();
+  if (out.empty()) return false;
+  const double t1 = profile_.enabled ? now_ms() : 0.0;
+  runner_->launch(out, [this](RequestId id) { return scheduler_->request(id); });
+  if (profile_.enabled) {
+    if (profile_.last_end_ms >= 0) profile_.between_ms += t0 - profile_.last_end_ms;
+    profile_.schedule_ms += t1 - t0;
+    profile_.launch_end_ms = now_ms();
+    profile_.execute_ms += profile_.launch_end_ms - t1;
+  }
+  in_flight_ = std::move(out);
+  return true;
+}
+
+std::vector<EngineStepOutput> EngineCore::finish_step() {
+  std::vector<EngineStepOutput> outputs;
+  if (!in_flight_) return outputs;
+  const SchedulerOutput out = std::move(*in_flight_);
+  in_flight_.reset();
   const double t1 = profile_.enabled ? now_ms() : 0.0;
   std::vector<LogitsRows> rows;
-  runner_->execute(out, [this](RequestId id) { return scheduler_->request(id); }, &rows);
+  runner_->collect(&rows);
   const double t2 = profile_.enabled ? now_ms() : 0.0;
 
   const int64_t vocab = runner_->vocab_size();
@@ -181,8 +204,7 @@ std::vector<EngineStepOutput> EngineCore::step() {
   }
   if (profile_.enabled) {
     const double t3 = now_ms();
-    if (profile_.last_end_ms >= 0) profile_.between_ms += t0 - profile_.last_end_ms;
-    profile_.schedule_ms += t1 - t0;
+    profile_.overlap_ms += t1 - profile_.launch_end_ms;
     profile_.execute_ms += t2 - t1;
     profile_.update_ms += t3 - t2;
     profile_.steps += 1;

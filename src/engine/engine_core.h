@@ -52,12 +52,25 @@ class EngineCoreBase {
   // Finishes a request for a stop string the caller found (frees its blocks).
   virtual bool stop_request(RequestId id) = 0;
   virtual std::vector<EngineStepOutput> step() = 0;
+  // step() in two halves, so that the caller's work (its outputs of the step before) overlaps
+  // the device's: launch_step schedules a step and queues it (false when there was nothing
+  // to run), finish_step waits for it and returns what step() would. Until finish_step the
+  // caller must not stop, abort or take the launched step's requests. By default the whole
+  // step runs in launch_step.
+  virtual bool launch_step() {
+    launched_ = step();
+    return true;
+  }
+  virtual std::vector<EngineStepOutput> finish_step() { return std::move(launched_); }
   virtual bool has_unfinished() const = 0;
   // A finished request, handed back once.
   virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
   virtual EngineStats stats() const = 0;
   virtual int32_t max_model_len() const = 0;
   virtual int64_t vocab_size() const = 0;
+
+ private:
+  std::vector<EngineStepOutput> launched_;  // the default launch_step's outputs
 };
 
 class EngineCore : public EngineCoreBase {
@@ -77,6 +90,8 @@ class EngineCore : public EngineCoreBase {
   bool abort_request(RequestId id) override;
   bool stop_request(RequestId id) override;
   std::vector<EngineStepOutput> step() override;
+  bool launch_step() override;
+  std::vector<EngineStepOutput> finish_step() override;
   bool has_unfinished() const override { return scheduler_->has_unfinished(); }
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;
@@ -96,14 +111,17 @@ class EngineCore : public EngineCoreBase {
   std::unordered_map<RequestId, Sampler> samplers_;
   std::mt19937_64 seed_source_;
   std::vector<float> scratch_;  // [vocab] processed logits / logprobs
+  std::optional<SchedulerOutput> in_flight_;  // the step between launch_step and finish_step
 
   // TESSERA_ENGINE_PROFILE=1: where each step's host time goes (printed when the engine
-  // ends): scheduling, the runner, sampling and the scheduler's update, and the time between
-  // steps (the caller's output processing).
+  // ends): scheduling, the runner, sampling and the scheduler's update, the time between
+  // steps (the caller's work outside a step) and between launch_step and finish_step (the
+  // caller's work while the step runs).
   struct StepProfile {
     bool enabled = false;
     int64_t steps = 0;
-    double schedule_ms = 0, execute_ms = 0, update_ms = 0, between_ms = 0, last_end_ms = -1;
+    double schedule_ms = 0, execute_ms = 0, update_ms = 0, between_ms = 0, overlap_ms = 0;
+    double last_end_ms = -1, launch_end_ms = 0;
   };
   StepProfile profile_;
 };

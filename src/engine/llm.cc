@@ -171,27 +171,49 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
     if (open_children[i] == 0) ++finished_prompts;
   }
   int64_t out_tokens = 0;
-  while (finished_children < children.size() && m.engine->has_unfinished()) {
-    const std::vector<EngineStepOutput> step = m.engine->step();
-    const EngineStats es = m.engine->stats();
-    m.stats.peak_kv_blocks_used = std::max<int64_t>(m.stats.peak_kv_blocks_used,
-                                                    static_cast<int64_t>(es.kv_cache_usage * m.stats.num_kv_blocks + 0.5));
-    const double t = now_seconds();
+  // Each step's outputs are processed while the next step runs (EngineCoreBase::launch_step):
+  // a stop string found then finishes its request once that step is done, and the request's
+  // token from that step is dropped.
+  std::vector<EngineStepOutput> step;
+  double step_time = 0.0;
+  auto finish_child = [&](Impl::Child& c, RequestStatus status, std::unique_ptr<Request> req, CompletionDelta* d) {
+    RequestOutput& res = results[c.prompt_idx];
+    c.done = true;
+    c.tracker->finish(status, req ? req->stop_reason : std::nullopt, d);
+    c.out.text += d->text;
+    c.out.finish_reason = d->finish_reason;
+    c.out.stop_token = d->stop_token;
+    c.out.stop_string = d->stop_string;
+    if (req && c.index == 0) res.num_cached_tokens = std::max(0, req->num_cached_tokens);
+    res.metrics.first_token_time = std::max(res.metrics.first_token_time, c.first_token_time);
+    res.metrics.finished_time = step_time;
+    ++finished_children;
+    if (--open_children[c.prompt_idx] == 0) {
+      res.finished = true;
+      ++finished_prompts;
+    }
+  };
+  while (true) {
+    const bool launched =
+        finished_children < children.size() && m.engine->has_unfinished() && m.engine->launch_step();
+    std::vector<RequestId> stopped;  // stop strings found while the launched step runs
     for (const EngineStepOutput& o : step) {
       auto it = child_of.find(o.id);
       if (it == child_of.end()) continue;
       Impl::Child& c = children[it->second];
+      if (c.done) continue;
       RequestOutput& res = results[c.prompt_idx];
       if (c.index == 0 && !o.prompt_logprobs.empty()) {
         if (res.prompt_logprobs.empty()) res.prompt_logprobs.emplace_back();  // position 0
         res.prompt_logprobs.insert(res.prompt_logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
       }
       RequestStatus status = o.status;
+      bool stop_later = false;
       if (o.new_token) {
         ++out_tokens;
         if (!c.first_token_seen) {
           c.first_token_seen = true;
-          c.first_token_time = t;
+          c.first_token_time = step_time;
         }
         c.out.token_ids.push_back(*o.new_token);
         if (o.new_logprobs) {
@@ -201,29 +223,37 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
         }
         CompletionDelta d;
         if (c.tracker->add(o, &d) && !is_finished(status)) {
-          m.engine->stop_request(o.id);
           status = RequestStatus::kFinishedStopped;
+          if (launched) {
+            stopped.push_back(o.id);  // in the running step: finished once it is done
+            stop_later = true;
+          } else {
+            m.engine->stop_request(o.id);
+          }
         }
         c.out.text += d.text;
       }
       if (!is_finished(status)) continue;
-      std::unique_ptr<Request> req = m.engine->take_finished(o.id);
       CompletionDelta d;
-      c.tracker->finish(status, req ? req->stop_reason : std::nullopt, &d);
-      c.out.text += d.text;
-      c.out.finish_reason = d.finish_reason;
-      c.out.stop_token = d.stop_token;
-      c.out.stop_string = d.stop_string;
-      if (req && c.index == 0) res.num_cached_tokens = std::max(0, req->num_cached_tokens);
-      res.metrics.first_token_time = std::max(res.metrics.first_token_time, c.first_token_time);
-      res.metrics.finished_time = t;
-      ++finished_children;
-      if (--open_children[c.prompt_idx] == 0) {
-        res.finished = true;
-        ++finished_prompts;
-      }
+      finish_child(c, status, stop_later ? nullptr : m.engine->take_finished(o.id), &d);
     }
-    bar.update(finished_prompts, in_tokens, out_tokens, false);
+    if (!step.empty()) bar.update(finished_prompts, in_tokens, out_tokens, false);
+    if (!launched) {
+      if (step.empty()) break;
+      step.clear();
+      continue;
+    }
+    step = m.engine->finish_step();
+    step_time = now_seconds();
+    const EngineStats es = m.engine->stats();
+    m.stats.peak_kv_blocks_used = std::max<int64_t>(m.stats.peak_kv_blocks_used,
+                                                    static_cast<int64_t>(es.kv_cache_usage * m.stats.num_kv_blocks + 0.5));
+    for (RequestId id : stopped) {
+      m.engine->stop_request(id);
+      std::unique_ptr<Request> req = m.engine->take_finished(id);
+      Impl::Child& c = children[child_of.at(id)];
+      if (req && c.index == 0) results[c.prompt_idx].num_cached_tokens = std::max(0, req->num_cached_tokens);
+    }
   }
   bar.update(finished_prompts, in_tokens, out_tokens, true);
   for (auto& c : children) results[c.prompt_idx].outputs.push_back(std::move(c.out));

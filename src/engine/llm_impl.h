@@ -38,6 +38,7 @@ struct LLM::Impl {
     bool first_token_seen = false;
     double first_token_time = 0.0;
     double cumulative = 0.0;
+    bool done = false;  // finished; outputs of a step already running when it stopped are dropped
   };
 };
 

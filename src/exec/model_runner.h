@@ -29,9 +29,23 @@ class ModelRunner {
   using RequestLookup = std::function<const Request*(RequestId)>;
   // Runs the step. rows[i] says where request out.requests[i]'s results are.
   virtual void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) = 0;
+  // The same step in two halves, so that the caller can work while a device computes:
+  // launch reads what it needs of out and the requests and queues the step (it may return
+  // before the step is done); collect waits for it and fills rows. Between the two the caller
+  // must not free the step's requests or their blocks. Runners on the host do it all in
+  // launch.
+  virtual void launch(const SchedulerOutput& out, const RequestLookup& lookup) { execute(out, lookup, &launched_); }
+  virtual void collect(std::vector<LogitsRows>* rows) {
+    *rows = std::move(launched_);
+    launched_.clear();
+  }
+
   // Logits row `row` of the last step, [vocab_size] fp32 in host memory.
   virtual const float* logits(int32_t row) const = 0;
   virtual int64_t vocab_size() const = 0;
+
+ private:
+  std::vector<LogitsRows> launched_;  // the default launch's results, until collect
 };
 
 // Rows of logits a step needs for request r scheduled as s: prompt-logprob rows first, then

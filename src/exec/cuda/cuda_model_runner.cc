@@ -148,19 +148,32 @@ bool CudaModelRunner::samples_on_device(const Request& r) {
 }
 
 void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
-  const Status s = run(out, lookup, rows);
-  // A failed kernel leaves the device context unusable: stop with the reason.
+  launch(out, lookup);
+  collect(rows);
+}
+
+// A failed kernel leaves the device context unusable: both halves stop with the reason.
+void CudaModelRunner::launch(const SchedulerOutput& out, const RequestLookup& lookup) {
+  const Status s = enqueue_step(out, lookup);
   TESSERA_CHECK_MSG(s.ok(), ("CUDA step failed: " + s.message()).c_str());
 }
 
-Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
-  const double t_start = profile_.enabled ? now_ms() : 0.0;
+void CudaModelRunner::collect(std::vector<LogitsRows>* rows) {
+  const Status s = finish_step(rows);
+  TESSERA_CHECK_MSG(s.ok(), ("CUDA step failed: " + s.message()).c_str());
+}
+
+Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup) {
+  Launched& st = launched_;
+  st = Launched{};
+  st.t_start = profile_.enabled ? now_ms() : 0.0;
+  std::vector<LogitsRows>* rows = &st.rows;
   rows->assign(out.requests.size(), LogitsRows{});
   int32_t* in = host_in_.get();
   const Layout& l = layout_;
   int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
   std::vector<int32_t> logits_indices;
-  std::vector<bool> host_row;  // per logits row: the host processes it
+  std::vector<bool>& host_row = st.host_row;
   int32_t num_tokens = 0, num_block_ids = 0;
   const int64_t block_size = kv_.block_size;
   in[l.indptr] = 0;
@@ -206,13 +219,15 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   bool decode = num_rows == num_tokens && num_tokens <= max_logit_rows_;
   for (int64_t i = 0; decode && i < num_rows; ++i) decode = logits_indices[i] == i;
   const int64_t bucket = use_graphs_ && decode ? graph_bucket(num_tokens) : 0;
+  st.decode = decode;
+  st.bucket = bucket;
   int64_t launch_tokens = num_tokens;
   if (bucket > 0) {
     num_block_ids = pad_to_bucket(num_tokens, bucket, static_cast<int32_t>(out.requests.size()), num_block_ids);
     launch_tokens = bucket;
   }
 
-  const double t_planned = profile_.enabled ? now_ms() : 0.0;
+  st.t_planned = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin, stream_), "profile");
   if (op_timer_) op_timer_->start(stream_);
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(),
@@ -273,29 +288,39 @@ Status CudaModelRunner::run(const SchedulerOutput& out, const RequestLookup& loo
   TESSERA_CUDA_TRY(cudaMemcpyAsync(host_next_.get(), dev_next_.get(), num_rows * sizeof(int32_t),
                                    cudaMemcpyDeviceToHost, stream_),
                    "sampled tokens");
-  const double t_enqueued = profile_.enabled ? now_ms() : 0.0;
+  st.t_enqueued = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.end, stream_), "profile");
-  TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "step");
-  if (profile_.enabled) {
-    const double t_done = now_ms();
-    float device_ms = 0;
-    cudaEventElapsedTime(&device_ms, profile_.begin, profile_.end);
-    Profile::Sums& sums = bucket > 0 ? profile_.graph : profile_.eager;
-    sums.steps += 1;
-    sums.plan_ms += t_planned - t_start;
-    sums.enqueue_ms += t_enqueued - t_planned;
-    sums.device_ms += device_ms;
-    sums.wait_ms += t_done - t_enqueued;
-    if (profile_.last_end > 0) sums.outside_ms += t_start - profile_.last_end;
-    if (op_timer_) op_timer_->collect(decode);
-    profile_.last_end = t_done;
-  }
-  for (LogitsRows& lr : *rows) {
-    if (lr.sample_row >= 0 && !host_row[lr.sample_row]) {
-      lr.sampled_token = host_next_[lr.sample_row];
-      lr.sample_row = -1;
+  st.queued = true;
+  return Status();
+}
+
+Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
+  Launched& st = launched_;
+  if (st.queued) {
+    TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "step");
+    if (profile_.enabled) {
+      const double t_done = now_ms();
+      float device_ms = 0;
+      cudaEventElapsedTime(&device_ms, profile_.begin, profile_.end);
+      Profile::Sums& sums = st.bucket > 0 ? profile_.graph : profile_.eager;
+      sums.steps += 1;
+      sums.plan_ms += st.t_planned - st.t_start;
+      sums.enqueue_ms += st.t_enqueued - st.t_planned;
+      sums.device_ms += device_ms;
+      sums.wait_ms += t_done - st.t_enqueued;
+      if (profile_.last_end > 0) sums.outside_ms += st.t_start - profile_.last_end;
+      if (op_timer_) op_timer_->collect(st.decode);
+      profile_.last_end = t_done;
+    }
+    for (LogitsRows& lr : st.rows) {
+      if (lr.sample_row >= 0 && !st.host_row[lr.sample_row]) {
+        lr.sampled_token = host_next_[lr.sample_row];
+        lr.sample_row = -1;
+      }
     }
   }
+  *rows = std::move(st.rows);
+  st = Launched{};
   return Status();
 }
 

@@ -36,6 +36,9 @@ class CudaModelRunner : public ModelRunner {
   Status warm_up();
 
   void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
+  // Plans the step and queues it on the stream; collect waits for the device.
+  void launch(const SchedulerOutput& out, const RequestLookup& lookup) override;
+  void collect(std::vector<LogitsRows>* rows) override;
   const float* logits(int32_t row) const override {
     return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
   }
@@ -48,7 +51,18 @@ class CudaModelRunner : public ModelRunner {
 
  private:
   CudaModelRunner() = default;
-  Status run(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows);
+  // The two halves of a step (launch, collect) and what passes from one to the other.
+  Status enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup);
+  Status finish_step(std::vector<LogitsRows>* rows);
+  struct Launched {
+    std::vector<LogitsRows> rows;
+    std::vector<bool> host_row;  // per logits row: the host processes it
+    bool queued = false;         // device work was queued (a step with tokens)
+    int64_t bucket = 0;          // the graph bucket, 0 for an eager step
+    bool decode = false;
+    double t_start = 0, t_planned = 0, t_enqueued = 0;  // profile
+  };
+  Launched launched_;
   // The device work of one step over the inputs in dev_in_: forward, LM head and greedy
   // sampling of the first min(num_rows, max_logit_rows) rows (what a graph captures).
   Status forward_and_sample(const CudaStep& step, int64_t num_rows);
