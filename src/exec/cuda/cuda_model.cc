@@ -191,33 +191,32 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
       mark(OpTimer::kOGemm);
-      if (decode_mlp_gemm_) {
-        rms_norm(act.hidden.get(), w.ffn_norm, eps, n, d, act.branch.get(), stream);
-        mark(OpTimer::kNorm);
-        TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
+      if (!decode_mlp_gemm_) {
+        TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
+                                       act.act.get(), stream, pdl));
         mark(OpTimer::kGateUpGemm);
-        silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
-        mark(OpTimer::kSilu);
-        TESSERA_GEMM_TRY(gemm_.matmul_add(act.act.get(), w.down, n, inter, d, act.hidden.get(), stream));
+        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
         mark(OpTimer::kDownGemm);
         continue;
       }
-      TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
-                                     act.act.get(), stream, pdl));
-      mark(OpTimer::kGateUpGemm);
-      TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
-      mark(OpTimer::kDownGemm);
-      continue;
+      rms_norm(act.hidden.get(), w.ffn_norm, eps, n, d, act.branch.get(), stream);
+    } else {
+      TESSERA_GEMM_TRY(gemm_.matmul(act.attn.get(), w.o, n, nh * hd, d, act.branch.get(), stream));
+      mark(OpTimer::kOGemm);
+      fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.ffn_norm, eps, n, d, stream);
     }
-    TESSERA_GEMM_TRY(gemm_.matmul(act.attn.get(), w.o, n, nh * hd, d, act.branch.get(), stream));
-    mark(OpTimer::kOGemm);
-    fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.ffn_norm, eps, n, d, stream);
     mark(OpTimer::kNorm);
     TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
     mark(OpTimer::kGateUpGemm);
     silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
     mark(OpTimer::kSilu);
-    TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
+    // Decode adds the MLP output into the residual stream here; larger steps leave it in
+    // branch for the next layer's (or the final) fused add + norm.
+    if (small) {
+      TESSERA_GEMM_TRY(gemm_.matmul_add(act.act.get(), w.down, n, inter, d, act.hidden.get(), stream));
+    } else {
+      TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
+    }
     mark(OpTimer::kDownGemm);
   }
   if (!small) {
