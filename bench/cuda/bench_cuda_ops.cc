@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -18,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cuda/fused_ops.h"
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 
@@ -95,6 +97,53 @@ int main() {
     cudaFree(x);
     cudaFree(w);
     cudaFree(out);
+  }
+
+  // A decode step's GEMMs at the batch sizes of a throughput run (a few hundred sequences:
+  // compute-bound), with the heuristic's pick and tuned (Gemm::set_tuning). The weights rotate
+  // over copies of at least 256 MB in all, so none stays in L2 between launches.
+  {
+    tessera::cuda::Gemm tuned;
+    tuned.set_tuning(tessera::cuda::Gemm::kTuneMaxRows);
+    struct Shape {
+      const char* name;
+      int64_t k, m;
+      int out;  // 0 bf16, 1 bf16 + residual, 2 fp32
+    };
+    const Shape shapes[] = {{"qkv", hidden, hidden + 2 * kv_heads * hd, 0},
+                            {"o (+residual)", hidden, hidden, 1},
+                            {"gate/up", hidden, 2 * ffn, 0},
+                            {"down (+residual)", ffn, hidden, 1},
+                            {"lm head (fp32)", hidden, 128256, 2}};
+    for (const Shape& sh : shapes) {
+      const int64_t wbytes = sh.m * sh.k * 2, copies = std::max<int64_t>(1, (int64_t{256} << 20) / wbytes + 1);
+      bf16* w = device_random_tiled(static_cast<size_t>(copies * sh.m * sh.k), rng);
+      for (int64_t n : {256, 344, 384}) {
+        bf16* x = device_random<bf16>(n * sh.k, rng);
+        void* out = nullptr;
+        cudaMalloc(&out, n * sh.m * 4);
+        cudaMemset(out, 0, n * sh.m * 4);
+        double ms[2];
+        for (int t = 0; t < 2; ++t) {
+          tessera::cuda::Gemm& g = t == 0 ? gemm : tuned;
+          int64_t i = 0;
+          ms[t] = time_ms([&] {
+            const bf16* wi = w + (i++ % copies) * sh.m * sh.k;
+            if (sh.out == 0) g.matmul(x, wi, n, sh.k, sh.m, static_cast<bf16*>(out), nullptr);
+            if (sh.out == 1) g.matmul_add(x, wi, n, sh.k, sh.m, static_cast<bf16*>(out), nullptr);
+            if (sh.out == 2) g.matmul_f32(x, wi, n, sh.k, sh.m, static_cast<float*>(out), nullptr);
+          });
+        }
+        const double flop = 2.0 * n * sh.k * sh.m;
+        std::printf("decode gemm %-16s %3lld x %5lld x %6lld: heuristic %7.3f ms %6.1f TFLOP/s, "
+                    "tuned %7.3f ms %6.1f TFLOP/s\n",
+                    sh.name, static_cast<long long>(n), static_cast<long long>(sh.k), static_cast<long long>(sh.m),
+                    ms[0], flop / (ms[0] * 1e-3) / 1e12, ms[1], flop / (ms[1] * 1e-3) / 1e12);
+        cudaFree(x);
+        cudaFree(out);
+      }
+      cudaFree(w);
+    }
   }
 
   // Paged attention as the engine calls it: splits from attention_num_splits (a function of
@@ -181,6 +230,7 @@ int main() {
       attention(batch, ctx, 1, 128);  // a decode step: no prefill tiles, so no plan
     }
   }
+  attention(344, 1500, 1, 128);  // a decode step of the 1000 -> 1000 throughput run
   attention(8, 512, 512, 0);  // the split-KV kernel alone, for comparison
   for (int tile_rows : {128, 64}) {
     attention(8, 512, 512, tile_rows);
@@ -197,6 +247,38 @@ int main() {
     const double ms = time_ms([&] { tessera::cuda::rms_norm(x, w, 1e-5f, n, hidden, x, nullptr); });
     std::printf("rms_norm %lld x %lld: %8.3f ms  %7.0f GB/s\n", static_cast<long long>(n),
                 static_cast<long long>(hidden), ms, 2.0 * n * hidden * 2 / (ms * 1e-3) / 1e9);
+  }
+  // q/k/v RoPE and cache write over a prefill batch (the 8B shape, rotate-half).
+  {
+    const int64_t n = 8192, qkv_dim = (heads + 2 * kv_heads) * hd;
+    bf16* qkv = device_random<bf16>(n * qkv_dim, rng);
+    bf16* q = device_random<bf16>(n * heads * hd, rng);
+    bf16* kc = device_random<bf16>(n * kv_dim, rng);
+    bf16* vc = device_random<bf16>(n * kv_dim, rng);
+    std::vector<int32_t> pos(n);
+    std::vector<int64_t> slots(n);
+    std::vector<float> inv_freq(hd / 2);
+    for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(t % 1000), slots[t] = t;
+    for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(500000.0f, -2.0f * i / hd);
+    int32_t* dpos = nullptr;
+    int64_t* dslots = nullptr;
+    float* dfreq = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&dpos), n * sizeof(int32_t));
+    cudaMalloc(reinterpret_cast<void**>(&dslots), n * sizeof(int64_t));
+    cudaMalloc(reinterpret_cast<void**>(&dfreq), inv_freq.size() * sizeof(float));
+    cudaMemcpy(dpos, pos.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice);
+    cudaMemcpy(dslots, slots.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice);
+    cudaMemcpy(dfreq, inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice);
+    const double ms = time_ms([&] {
+      tessera::cuda::qkv_rope_cache(qkv, nullptr, nullptr, nullptr, 0.0f, dpos, dslots, n, heads, kv_heads, hd, dfreq,
+                                    tessera::RopeLayout::kHalf, q, kc, vc, nullptr);
+    });
+    std::printf("qkv_rope_cache %lld tokens: %8.3f ms  %7.0f GB/s\n", static_cast<long long>(n), ms,
+                2.0 * n * qkv_dim * 2 / (ms * 1e-3) / 1e9);
+    for (void* p : {static_cast<void*>(qkv), static_cast<void*>(q), static_cast<void*>(kc), static_cast<void*>(vc),
+                    static_cast<void*>(dpos), static_cast<void*>(dslots), static_cast<void*>(dfreq)}) {
+      cudaFree(p);
+    }
   }
   const cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) {

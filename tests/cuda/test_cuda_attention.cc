@@ -171,14 +171,17 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   splits.push_back(cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext));
   std::sort(splits.begin(), splits.end());
   splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  // One workspace for every call, as in the runner: calls of different split counts must not
+  // disturb each other's arrival counts (zeroed once, here). Partials are NaN before each
+  // call, so one read before it was written shows.
+  size_t ws_bytes = 0;
+  for (int s : splits) ws_bytes = std::max(ws_bytes, cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
+  DeviceBuffer<char> ws(std::max<size_t>(ws_bytes, 1));
+  const size_t counts = ws_bytes > 0 ? cuda::attention_split_counts_bytes(c.num_heads) : 0;
+  CUDA_OK(cudaMemset(ws.p, 0, counts));
   for (const auto& [m, plan_name] : metas) {
     for (int s : splits) {
-      DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, s));
-      // NaN floats, so a partial read before written shows; the arrival counts at the end
-      // start at zero.
-      const size_t counts = s > 1 ? static_cast<size_t>(T * c.num_heads) * sizeof(int) : 0;
-      CUDA_OK(cudaMemset(ws.p, 0xff, ws.n - counts));
-      CUDA_OK(cudaMemset(ws.p + (ws.n - counts), 0, counts));
+      CUDA_OK(cudaMemset(ws.p + counts, 0xff, ws.n - counts));
       CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
       cuda::paged_attention(dq.p, dkc.p, dvc.p, m, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
       CUDA_OK(cudaGetLastError());
@@ -289,7 +292,13 @@ TEST(CudaAttention, SplitsFollowTheBatchAndWorkspaceFitsThem) {
   EXPECT_EQ(cuda::attention_num_splits(1, 8, 132, 100), 1);
   EXPECT_EQ(cuda::attention_num_splits(0, 8, 132, 4096), 16);
   EXPECT_EQ(cuda::attention_workspace_bytes(64, 32, 128, 1), 0u);
-  EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4), 2u * 32 * 4 * (128 + 2) * sizeof(float) + 2 * 32 * sizeof(int));
+  // The arrival counts' fixed region, then the partials.
+  EXPECT_EQ(cuda::attention_split_counts_bytes(32), size_t{cuda::kAttentionSplitMaxTokens} * 32 * sizeof(int));
+  EXPECT_EQ(cuda::attention_workspace_bytes(2, 32, 128, 4),
+            cuda::attention_split_counts_bytes(32) + 2u * 32 * 4 * (128 + 2) * sizeof(float));
+  // Past kAttentionSplitMaxTokens: one split, no workspace.
+  EXPECT_EQ(cuda::attention_num_splits(cuda::kAttentionSplitMaxTokens + 1, 1, 132, 131072), 1);
+  EXPECT_EQ(cuda::attention_workspace_bytes(cuda::kAttentionSplitMaxTokens + 1, 32, 128, 4), 0u);
 }
 
 // The prefill plan, on the host: runs of >= 16 tokens in tiles of 128 / G tokens (longest key

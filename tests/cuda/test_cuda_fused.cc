@@ -80,72 +80,77 @@ TEST(CudaFusedOps, QkvRopeCacheEqualsBiasNormRopeAndCacheWrite) {
                            QkvCase{9, 3, 64, false, false, RopeLayout::kInterleaved},
                            QkvCase{4, 2, 16, true, false, RopeLayout::kHalf},
                            QkvCase{8, 4, 128, false, true, RopeLayout::kHalf},
-                           QkvCase{6, 2, 256, true, true, RopeLayout::kInterleaved}}) {
-    const int64_t n = 13, nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
-    const int64_t heads = nh + 2 * nkv, kv_dim = nkv * hd, num_slots = 64;
-    const float eps = 1e-5f;
-    auto qkv = random_bf16_values(n * heads * hd, rng);
-    auto bias = random_bf16_values(heads * hd, rng, 0.5f);
-    auto qn = random_bf16_values(hd, rng), kn = random_bf16_values(hd, rng);
-    std::vector<int32_t> positions(n);
-    std::vector<int64_t> slots(n);
-    for (int64_t t = 0; t < n; ++t) {
-      positions[t] = static_cast<int32_t>(t * 977 % 40000);
-      slots[t] = (t * 5 + 3) % num_slots;
-    }
-    std::vector<float> inv_freq(hd / 2);
-    for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / hd);
+                           QkvCase{6, 2, 256, true, true, RopeLayout::kInterleaved},
+                           // head_dim / 16 not a power of two: the scalar kernel
+                           QkvCase{4, 2, 96, true, true, RopeLayout::kHalf}}) {
+    for (const int64_t n : {13, 77}) {  // a decode batch (a CTA per head) and a prefill batch (per token)
+      const int64_t nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
+      const int64_t heads = nh + 2 * nkv, kv_dim = nkv * hd, num_slots = 128;  // distinct slots for t < 128
+      const float eps = 1e-5f;
+      auto qkv = random_bf16_values(n * heads * hd, rng);
+      auto bias = random_bf16_values(heads * hd, rng, 0.5f);
+      auto qn = random_bf16_values(hd, rng), kn = random_bf16_values(hd, rng);
+      std::vector<int32_t> positions(n);
+      std::vector<int64_t> slots(n);
+      for (int64_t t = 0; t < n; ++t) {
+        positions[t] = static_cast<int32_t>(t * 977 % 40000);
+        slots[t] = (t * 5 + 3) % num_slots;
+      }
+      std::vector<float> inv_freq(hd / 2);
+      for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / hd);
 
-    // CPU: split, + bias, rounded to bf16 (the GEMM output dtype), per-head norm, RoPE.
-    std::vector<float> q(n * nh * hd), k(n * kv_dim), v(n * kv_dim);
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t d = 0; d < hd; ++d) {
-          float x = qkv[(t * heads + h) * hd + d] + (c.bias ? bias[h * hd + d] : 0.0f);
-          if (!c.qk_norm || h >= nh + nkv) x = __bfloat162float(__float2bfloat16(x));
-          if (h < nh) q[(t * nh + h) * hd + d] = x;
-          else if (h < nh + nkv) k[(t * nkv + h - nh) * hd + d] = x;
-          else v[(t * nkv + h - nh - nkv) * hd + d] = x;
+      // CPU: split, + bias, rounded to bf16 (the GEMM output dtype), per-head norm, RoPE.
+      std::vector<float> q(n * nh * hd), k(n * kv_dim), v(n * kv_dim);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t h = 0; h < heads; ++h) {
+          for (int64_t d = 0; d < hd; ++d) {
+            float x = qkv[(t * heads + h) * hd + d] + (c.bias ? bias[h * hd + d] : 0.0f);
+            if (!c.qk_norm || h >= nh + nkv) x = __bfloat162float(__float2bfloat16(x));
+            if (h < nh) q[(t * nh + h) * hd + d] = x;
+            else if (h < nh + nkv) k[(t * nkv + h - nh) * hd + d] = x;
+            else v[(t * nkv + h - nh - nkv) * hd + d] = x;
+          }
         }
       }
-    }
-    if (c.qk_norm) {
-      cpu::rms_norm(q.data(), qn.data(), eps, n * nh, hd, q.data());
-      cpu::rms_norm(k.data(), kn.data(), eps, n * nkv, hd, k.data());
-      for (float& x : q) x = __bfloat162float(__float2bfloat16(x));
-      for (float& x : k) x = __bfloat162float(__float2bfloat16(x));
-    }
-    cpu::apply_rope(q.data(), positions.data(), n, nh, hd, inv_freq.data(), c.layout);
-    cpu::apply_rope(k.data(), positions.data(), n, nkv, hd, inv_freq.data(), c.layout);
-    std::vector<float> kc(num_slots * kv_dim, 0.0f), vc(num_slots * kv_dim, 0.0f);
-    for (int64_t t = 0; t < n; ++t) {
-      std::copy(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim, kc.begin() + slots[t] * kv_dim);
-      std::copy(v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim, vc.begin() + slots[t] * kv_dim);
-    }
+      if (c.qk_norm) {
+        cpu::rms_norm(q.data(), qn.data(), eps, n * nh, hd, q.data());
+        cpu::rms_norm(k.data(), kn.data(), eps, n * nkv, hd, k.data());
+        for (float& x : q) x = __bfloat162float(__float2bfloat16(x));
+        for (float& x : k) x = __bfloat162float(__float2bfloat16(x));
+      }
+      cpu::apply_rope(q.data(), positions.data(), n, nh, hd, inv_freq.data(), c.layout);
+      cpu::apply_rope(k.data(), positions.data(), n, nkv, hd, inv_freq.data(), c.layout);
+      std::vector<float> kc(num_slots * kv_dim, 0.0f), vc(num_slots * kv_dim, 0.0f);
+      for (int64_t t = 0; t < n; ++t) {
+        std::copy(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim, kc.begin() + slots[t] * kv_dim);
+        std::copy(v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim, vc.begin() + slots[t] * kv_dim);
+      }
 
-    bf16* dqkv = to_device(to_bf16(qkv));
-    bf16* dbias = to_device(to_bf16(bias));
-    bf16* dqn = to_device(to_bf16(qn));
-    bf16* dkn = to_device(to_bf16(kn));
-    int32_t* dpos = to_device(positions);
-    int64_t* dslots = to_device(slots);
-    float* dfreq = to_device(inv_freq);
-    bf16* dq = to_device(std::vector<bf16>(q.size()));
-    bf16* dkc = to_device(to_bf16(std::vector<float>(kc.size(), 0.0f)));
-    bf16* dvc = to_device(to_bf16(std::vector<float>(vc.size(), 0.0f)));
-    cuda::qkv_rope_cache(dqkv, c.bias ? dbias : nullptr, c.qk_norm ? dqn : nullptr, c.qk_norm ? dkn : nullptr, eps,
-                         dpos, dslots, n, nh, nkv, hd, dfreq, c.layout, dq, dkc, dvc, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::string what = "heads " + std::to_string(nh) + "/" + std::to_string(nkv) + " head_dim " +
-                             std::to_string(hd) + (c.bias ? " bias" : "") + (c.qk_norm ? " qk_norm" : "");
-    EXPECT_LT(worst_relative(from_device(dq, q.size()), q, 0.05), 0.02) << "q, " << what;
-    EXPECT_LT(worst_relative(from_device(dkc, kc.size()), kc, 0.05), 0.02) << "k cache, " << what;
-    EXPECT_EQ(from_device(dvc, vc.size()), vc) << "v cache (bias add and rounding only), " << what;
-    for (void* p : {static_cast<void*>(dqkv), static_cast<void*>(dbias), static_cast<void*>(dqn),
-                    static_cast<void*>(dkn), static_cast<void*>(dpos), static_cast<void*>(dslots),
-                    static_cast<void*>(dfreq), static_cast<void*>(dq), static_cast<void*>(dkc),
-                    static_cast<void*>(dvc)}) {
-      cudaFree(p);
+      bf16* dqkv = to_device(to_bf16(qkv));
+      bf16* dbias = to_device(to_bf16(bias));
+      bf16* dqn = to_device(to_bf16(qn));
+      bf16* dkn = to_device(to_bf16(kn));
+      int32_t* dpos = to_device(positions);
+      int64_t* dslots = to_device(slots);
+      float* dfreq = to_device(inv_freq);
+      bf16* dq = to_device(std::vector<bf16>(q.size()));
+      bf16* dkc = to_device(to_bf16(std::vector<float>(kc.size(), 0.0f)));
+      bf16* dvc = to_device(to_bf16(std::vector<float>(vc.size(), 0.0f)));
+      cuda::qkv_rope_cache(dqkv, c.bias ? dbias : nullptr, c.qk_norm ? dqn : nullptr, c.qk_norm ? dkn : nullptr, eps,
+                           dpos, dslots, n, nh, nkv, hd, dfreq, c.layout, dq, dkc, dvc, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::string what = std::to_string(n) + " tokens, heads " + std::to_string(nh) + "/" +
+                               std::to_string(nkv) + " head_dim " + std::to_string(hd) + (c.bias ? " bias" : "") +
+                               (c.qk_norm ? " qk_norm" : "");
+      EXPECT_LT(worst_relative(from_device(dq, q.size()), q, 0.05), 0.02) << "q, " << what;
+      EXPECT_LT(worst_relative(from_device(dkc, kc.size()), kc, 0.05), 0.02) << "k cache, " << what;
+      EXPECT_EQ(from_device(dvc, vc.size()), vc) << "v cache (bias add and rounding only), " << what;
+      for (void* p : {static_cast<void*>(dqkv), static_cast<void*>(dbias), static_cast<void*>(dqn),
+                      static_cast<void*>(dkn), static_cast<void*>(dpos), static_cast<void*>(dslots),
+                      static_cast<void*>(dfreq), static_cast<void*>(dq), static_cast<void*>(dkc),
+                      static_cast<void*>(dvc)}) {
+        cudaFree(p);
+      }
     }
   }
 }

@@ -6,8 +6,10 @@
 // in base 2 with x_j = scale * log2(e) * q . k_j, keys taken in steps with an online softmax:
 //   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
-// and out = acc / l. Split s of num_splits covers keys [first + s*len, first + (s+1)*len),
-// len = ceil(visible / num_splits) rounded up to a step; its (acc, m, l) go to a workspace,
+// and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 64)) of the grid's
+// num_splits (the CTAs past them return at once; one split writes out directly). Split s
+// covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up
+// to a step; its (acc, m, l) go to a workspace,
 // and the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
 //   M = max_s m_s,  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 //
@@ -45,6 +47,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kMinSplitKeys = 64;  // fewer keys per split than this: fewer splits
 
 struct Params {
   const bf16* q;
@@ -110,17 +113,17 @@ __device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
 }
 
-// After a split's partials are stored: the last of the num_splits CTAs of this (token, head
+// After a split's partials are stored: the last of the `splits` CTAs of this (token, head
 // chunk) to arrive merges them into out (see the file comment) and resets the count, so the
 // counts are zero again for the next launch (and for the next replay of a CUDA graph).
 template <int D>
-__device__ void merge_if_last(const Params& p, int64_t row0, int nh) {
+__device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits) {
   __shared__ bool last;
   __threadfence();  // this thread's partials are visible before the count moves
   __syncthreads();
   if (threadIdx.x == 0) {
     int* count = p.arrivals + int64_t{blockIdx.x} * gridDim.y + blockIdx.y;
-    last = atomicAdd(count, 1) == p.num_splits - 1;
+    last = atomicAdd(count, 1) == splits - 1;
     if (last) *count = 0;
   }
   __syncthreads();
@@ -132,12 +135,12 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh) {
     const float* m = p.part_m + row * p.num_splits;
     const float* l = p.part_l + row * p.num_splits;
     float big = -INFINITY;
-    for (int s = 0; s < p.num_splits; ++s) {
+    for (int s = 0; s < splits; ++s) {
       if (__ldcg(l + s) > 0.0f) big = fmaxf(big, __ldcg(m + s));
     }
     float total = 0.0f;
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s = 0; s < p.num_splits; ++s) {
+    for (int s = 0; s < splits; ++s) {
       const float ls = __ldcg(l + s);
       if (!(ls > 0.0f)) continue;  // an empty split: its acc was never written
       const float w = exp2_approx(__ldcg(m + s) - big);
@@ -182,14 +185,19 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   const int64_t row0 = int64_t{t} * p.num_heads + h0;  // (t, h0) row of q and out
   const int pos = p.positions[t];
   const int first = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
-  const int len = ((pos + 1 - first + p.num_splits - 1) / p.num_splits + KSTEP - 1) / KSTEP * KSTEP;
+  // This token's splits: at most one per kMinSplitKeys visible keys, so short contexts skip
+  // the merge (one split) or merge few partials. The CTAs past them take no part.
+  const int visible = pos + 1 - first;
+  const int splits = min(p.num_splits, max(1, (visible + kMinSplitKeys - 1) / kMinSplitKeys));
+  if (split >= splits) return;
+  const int len = ((visible + splits - 1) / splits + KSTEP - 1) / KSTEP * KSTEP;
   const int kbegin = first + split * len, kend = min(pos + 1, kbegin + len);
-  if (kbegin >= kend) {  // an empty split (num_splits > 1 only): no weight in the merge
+  if (kbegin >= kend) {  // an empty split (splits > 1 only): no weight in the merge
     for (int r = threadIdx.x; r < nh; r += kThreads) {
       p.part_m[(row0 + r) * p.num_splits + split] = -INFINITY;
       p.part_l[(row0 + r) * p.num_splits + split] = 0.0f;
     }
-    merge_if_last<D>(p, row0, nh);
+    merge_if_last<D>(p, row0, nh, splits);
     return;
   }
   for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
@@ -363,7 +371,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
     float l = 0.0f, o = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) l += l_s[w][r] * exp2_approx(m_s[w][r] - m), o += o_s[w][r][d];
-    if (p.num_splits == 1) {
+    if (splits == 1) {
       p.out[(row0 + r) * D + d] = __float2bfloat16(o / l);
     } else {
       const int64_t part = (row0 + r) * p.num_splits + split;
@@ -371,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       if (d == 0) p.part_m[part] = m, p.part_l[part] = l;
     }
   }
-  if (p.num_splits > 1) merge_if_last<D>(p, row0, nh);
+  if (splits > 1) merge_if_last<D>(p, row0, nh, splits);
 }
 
 __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v,
@@ -411,6 +419,7 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
     return;
   }
   TESSERA_CHECK_MSG(num_splits >= 1 && num_splits <= 65535, "num_splits out of range");
+  if (n > kAttentionSplitMaxTokens) num_splits = 1;  // no room for their arrival counts
   TESSERA_CHECK_MSG(num_splits == 1 || workspace != nullptr, "num_splits > 1 needs attention_workspace_bytes");
   TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
   // A plan with prefill tiles: those first, then this kernel over the plan's other tokens.
@@ -435,10 +444,11 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   p.out = out;
   const int64_t parts = n * shape.num_heads * num_splits;
   if (num_splits > 1) {
-    p.part_acc = static_cast<float*>(workspace);
+    p.arrivals = static_cast<int*>(workspace);
+    char* partials = static_cast<char*>(workspace) + attention_split_counts_bytes(shape.num_heads);
+    p.part_acc = reinterpret_cast<float*>(partials);
     p.part_m = p.part_acc + parts * d;
     p.part_l = p.part_m + parts;
-    p.arrivals = reinterpret_cast<int*>(p.part_l + parts);
   }
   const int64_t heads_y = shape.num_kv_heads * p.head_chunks;
   TESSERA_CHECK(heads_y <= 65535);

@@ -6,13 +6,15 @@
 //
 // A CTA holds ROWS = 128 (or 64) query rows: the G query heads of one GQA group for ROWS / G
 // consecutive tokens, row r = token r / G, head r % G (G = 3: 42 tokens, 126 rows), so every
-// row reads the same K/V. One warp per 16 rows; keys in tiles of 64, copied from the paged
-// cache (block table lookups per key) into shared memory with cp.async, 3 (or 2) stages deep,
-// one __syncthreads per tile. 128 rows: one CTA of 8 warps per SM at head_dim 128 (two at
-// 64); 64 rows: two CTAs of 4 warps (four at 64), twice the K/V traffic per row but CTAs
-// that wait at different times. Per warp and key tile, with x = scale * log2(e) * q . k:
-//   S [16 rows x 64 keys] = Q K^T: Q's A fragments stay in registers (ldmatrix once), K's B
-//     fragments come from ldmatrix on the [key][dim] tile.
+// row reads the same K/V. 4 warps of MT = 2 (or 1) 16-row m-tiles each (FlashAttention-2's
+// layout: each K/V fragment feeds MT mmas), two CTAs per SM (their barriers and softmax phases
+// interleave). Keys in tiles of 32 (64 at MT = 1), copied from the paged cache into shared
+// memory with cp.async, two stages (one computed, one loading), one __syncthreads per tile;
+// the cache slots of a tile are looked up (block table) a tile ahead, into shared memory, so
+// no warp waits on a block id before issuing its copies. Per warp and key tile, with
+// x = scale * log2(e) * q . k:
+//   S [16 MT rows x keys] = Q K^T: Q's A fragments in registers at MT = 1, else ldmatrix from
+//     the Q tile per key tile; K's B fragments from ldmatrix on the [key][dim] tile.
 //   Causal and window mask per (row position, key): key in [first(pos), pos]; only tiles on
 //     the diagonal or the window's edge pay for it; a warp skips tiles none of its rows see.
 //   Online softmax in fp32 (base 2): m_new = max(m, max_j x_j), a = 2^(m - m_new),
@@ -41,7 +43,9 @@
 namespace tessera::cuda {
 namespace {
 
-constexpr int kKeys = 64;         // keys per K/V tile
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kStages = 2;        // K/V tiles in shared memory: one computed, one loading
 constexpr int kExactBelow = 128;  // a warp whose rows see fewer keys than this splits P in two
 constexpr int kMinRunTokens = 16; // shorter runs take the split-KV kernel token by token
 constexpr float kLog2e = 1.4426950408889634f;
@@ -55,13 +59,15 @@ int default_tile_rows() {
   return rows;
 }
 
-// 128 rows: 8 warps, 3 stages; 64 rows: 4 warps, 2 stages (two CTAs fit an SM's shared memory).
-template <int ROWS>
-constexpr int kStagesOf = ROWS == 128 ? 3 : 2;
+// Keys per K/V tile: 64, or 32 with two m-tiles per warp (S's registers).
+template <int MT>
+constexpr int kKeysOf = MT == 1 ? 64 : 32;
 
-template <int D, int ROWS>
+// Q rows, K and V stages, the stages' cache slots; MT m-tiles of 16 rows per warp.
+template <int D, int MT>
 constexpr size_t smem_bytes() {
-  return size_t{ROWS + 2 * kStagesOf<ROWS> * kKeys} * (D + 8) * sizeof(bf16);
+  constexpr int kKeys = kKeysOf<MT>;
+  return size_t{16 * kWarps * MT + 2 * kStages * kKeys} * (D + 8) * sizeof(bf16) + kStages * kKeys * sizeof(int32_t);
 }
 
 struct Params {
@@ -136,22 +142,25 @@ __device__ __forceinline__ uint32_t pack_bf16_error(float lo, float hi, uint32_t
   return pack_bf16(lo - lo_r, hi - hi_r);
 }
 
-template <int D, int ROWS>
-__global__ void __launch_bounds__(2 * ROWS, (D == 64 ? 2 : 1) * (128 / ROWS)) prefill_kernel(const Params p) {
-  constexpr int kThreads = 2 * ROWS;  // a warp per 16 rows
-  constexpr int kStages = kStagesOf<ROWS>;
-  constexpr int DP = D + 8;      // padded shared row (bf16)
-  constexpr int CH = D / 8;      // 16-byte chunks per row
-  constexpr int NK = D / 16;     // k16 steps over the head dims (S = Q K^T)
-  constexpr int NO = D / 8;      // 8-dim tiles of O
-  constexpr int NS = kKeys / 8;  // 8-key tiles of S
+template <int D, int MT>
+__global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_kernel(const Params p) {
+  constexpr int kKeys = kKeysOf<MT>;
+  constexpr int ROWS = 16 * kWarps * MT;  // query rows per CTA
+  constexpr int WR = 16 * MT;             // rows per warp
+  constexpr bool kQInRegs = MT == 1;      // else Q's A fragments come from shared memory per tile
+  constexpr int DP = D + 8;               // padded shared row (bf16)
+  constexpr int CH = D / 8;               // 16-byte chunks per row
+  constexpr int NK = D / 16;              // k16 steps over the head dims (S = Q K^T)
+  constexpr int NO = D / 8;               // 8-dim tiles of O
+  constexpr int NS = kKeys / 8;           // 8-key tiles of S
   static_assert(D == 64 || D == 128, "head_dim");
-  static_assert(ROWS == 64 || ROWS == 128, "rows");
-  static_assert(kKeys * CH % kThreads == 0, "K/V tile copy");
+  static_assert(MT == 1 || MT == 2, "m-tiles per warp");
+  static_assert(kKeys * CH % kThreads == 0 && kKeys <= kThreads, "K/V tile copy");
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* const qs = reinterpret_cast<bf16*>(smem);  // [ROWS][DP]; each warp's rows, later its output
-  bf16* const ks = qs + ROWS * DP;                 // [kStages][kKeys][DP]
-  bf16* const vs = ks + kStages * kKeys * DP;      // [kStages][kKeys][DP]
+  bf16* const qs = reinterpret_cast<bf16*>(smem);               // [ROWS][DP]; a warp's rows, later its output
+  bf16* const ks = qs + ROWS * DP;                              // [kStages][kKeys][DP]
+  bf16* const vs = ks + kStages * kKeys * DP;                   // [kStages][kKeys][DP]
+  int32_t* const slot_s = reinterpret_cast<int32_t*>(vs + kStages * kKeys * DP);  // [kStages][kKeys]
 
   const int kvh = static_cast<int>(blockIdx.x % p.num_kv_heads);
   const int tile = static_cast<int>(blockIdx.x / p.num_kv_heads);
@@ -165,178 +174,229 @@ __global__ void __launch_bounds__(2 * ROWS, (D == 64 ? 2 : 1) * (128 / ROWS)) pr
   auto pos_of_row = [&](int r) { return p.positions[t0 + min(r, last_row) / G]; };
   const int kbegin = first_key(p.positions[t0]);
   const int kend = p.positions[t0 + ntok - 1] + 1;
+  const int ntiles = (kend - kbegin + kKeys - 1) / kKeys;
   const int32_t* blocks = p.block_ids + p.indptr[p.token_seq[t0]];
   const int64_t row_stride = int64_t{p.num_kv_heads} * D;
   const int64_t qrow0 = int64_t{t0} * p.num_heads + int64_t{kvh} * G;  // q/out row of (t0, head kvh * G)
   auto qrow = [&](int r) { return qrow0 + int64_t{r / G} * p.num_heads + r % G; };
-
-  for (int i = threadIdx.x; i < ROWS * CH; i += kThreads) {
-    const int r = i / CH, ch = i % CH;
-    const bool valid = r < nrows;
-    cp_async16(qs + r * DP + 8 * ch, valid ? p.q + qrow(r) * D + 8 * ch : p.q, valid);
-  }
-  // Keys [k0, k0 + kKeys) into stage `stage`; zeros past kend (V rows there may hold NaN).
-  auto load_kv = [&](int k0, int stage) {
+  // The cache slot of key tile n's key j (-1 past kend).
+  auto slot_of = [&](int n, int j) -> int32_t {
+    const int key = kbegin + n * kKeys + j;
+    if (n >= ntiles || key >= kend) return -1;
+    const int b = p.block_shift >= 0 ? key >> p.block_shift : key / p.block_size;
+    return __ldg(blocks + b) * p.block_size + (key - b * p.block_size);
+  };
+  // Key tile n into its stage, from the slots in slot_s[n % kStages]; zeros past kend (V rows
+  // there may hold NaN).
+  auto load_kv = [&](int n) {
+    const int stage = n % kStages;
     bf16* const kd = ks + stage * kKeys * DP;
     bf16* const vd = vs + stage * kKeys * DP;
 #pragma unroll
     for (int it = 0; it < kKeys * CH / kThreads; ++it) {
       const int i = threadIdx.x + it * kThreads;
-      const int j = i / CH, ch = i % CH, key = k0 + j;
-      const bool valid = key < kend;
-      int64_t off = 0;
-      if (valid) {
-        const int b = p.block_shift >= 0 ? key >> p.block_shift : key / p.block_size;
-        off = (int64_t{__ldg(blocks + b)} * p.block_size + (key - b * p.block_size)) * row_stride + kvh * D + 8 * ch;
-      }
-      cp_async16(kd + j * DP + 8 * ch, p.k_cache + off, valid);
-      cp_async16(vd + j * DP + 8 * ch, p.v_cache + off, valid);
+      const int j = i / CH, ch = i % CH;
+      const int32_t slot = slot_s[stage * kKeys + j];
+      const int64_t off = slot >= 0 ? int64_t{slot} * row_stride + kvh * D + 8 * ch : 0;
+      cp_async16(kd + j * DP + 8 * ch, p.k_cache + off, slot >= 0);
+      cp_async16(vd + j * DP + 8 * ch, p.v_cache + off, slot >= 0);
     }
   };
 
-  // Group i of cp.async holds key tile i (group 0 also Q; groups past the last tile are empty).
-  const int ntiles = (kend - kbegin + kKeys - 1) / kKeys;
+  // Prologue: the slots of key tiles 0 .. kStages - 1, Q and key tiles 0 .. kStages - 2. Group
+  // i of cp.async holds key tile i (group 0 also Q; groups past the last tile are empty).
+  if (threadIdx.x < kKeys) {
 #pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) {
-    if (i < ntiles) load_kv(kbegin + i * kKeys, i);
+    for (int n = 0; n < kStages; ++n) slot_s[n * kKeys + threadIdx.x] = slot_of(n, threadIdx.x);
+  }
+  for (int i = threadIdx.x; i < ROWS * CH; i += kThreads) {
+    const int r = i / CH, ch = i % CH;
+    const bool valid = r < nrows;
+    cp_async16(qs + r * DP + 8 * ch, valid ? p.q + qrow(r) * D + 8 * ch : p.q, valid);
+  }
+  __syncthreads();  // the slots
+#pragma unroll
+  for (int n = 0; n < kStages - 1; ++n) {
+    if (n < ntiles) load_kv(n);
     cp_async_commit();
   }
 
-  // This lane's rows (g and g + 8 of the warp's 16) and the warp's range of positions.
-  const int r_lo = 16 * warp + g, r_hi = r_lo + 8;
-  const int pos_lo = pos_of_row(r_lo), pos_hi = pos_of_row(r_hi);
-  const int first_lo = first_key(pos_lo), first_hi = first_key(pos_hi);
-  const bool has_rows = 16 * warp < nrows;
-  const int wpos_min = pos_of_row(16 * warp), wpos_max = pos_of_row(16 * warp + 15);
+  // This lane's rows (g and g + 8 of each of the warp's 16-row m-tiles) and the warp's range
+  // of positions.
+  const int wrow = WR * warp;
+  int pos[MT][2], first[MT][2];
+  bool exact[MT];  // the m-tile's first row sees few keys: P in two bf16 parts
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    pos[mt][0] = pos_of_row(wrow + 16 * mt + g), pos[mt][1] = pos_of_row(wrow + 16 * mt + g + 8);
+    first[mt][0] = first_key(pos[mt][0]), first[mt][1] = first_key(pos[mt][1]);
+    const int pos0 = pos_of_row(wrow + 16 * mt);
+    exact[mt] = pos0 + 1 - first_key(pos0) < kExactBelow;
+  }
+  const bool has_rows = wrow < nrows;
+  const int wpos_min = pos_of_row(wrow), wpos_max = pos_of_row(wrow + WR - 1);
   const int wfirst_min = first_key(wpos_min), wfirst_max = first_key(wpos_max);
-  const bool exact = wpos_min + 1 - wfirst_min < kExactBelow;
 
-  uint32_t qf[NK][4];  // A fragments of the warp's 16 Q rows
-  float o[NO][4] = {};  // rows g, g + 8 x dims 8n + 2c, +1
-  float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
+  uint32_t qf[kQInRegs ? NK : 1][4];  // A fragments of the warp's 16 Q rows (MT == 1)
+  float o[MT][NO][4] = {};            // rows g, g + 8 of each m-tile x dims 8n + 2c, +1
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
   for (int it = 0; it < ntiles; ++it) {
     const int k0 = kbegin + it * kKeys;
     cp_async_wait<kStages - 2>();  // group it (key tile it) is in
-    __syncthreads();               // for every thread; and every warp is done with tile it - 1
-    if (it == 0) {
+    __syncthreads();               // for every thread; every warp is done with tile it - 1
+    if constexpr (kQInRegs) {
+      if (it == 0) {
 #pragma unroll
-      for (int kk = 0; kk < NK; ++kk) ldsm_x4(qf[kk], qs + (16 * warp + lane % 16) * DP + 16 * kk + 8 * (lane / 16));
+        for (int kk = 0; kk < NK; ++kk) ldsm_x4(qf[kk], qs + (wrow + lane % 16) * DP + 16 * kk + 8 * (lane / 16));
+      }
     }
-    const int next = it + kStages - 1;
-    if (next < ntiles) load_kv(kbegin + next * kKeys, next % kStages);  // into tile it - 1's stage
+    if (it + kStages - 1 < ntiles) load_kv(it + kStages - 1);  // into tile it - 1's stage
     cp_async_commit();
-    if (!has_rows || k0 > wpos_max || k0 + kKeys - 1 < wfirst_min) continue;  // no row of the warp sees these keys
-    const bf16* const kt = ks + (it % kStages) * kKeys * DP;
-    const bf16* const vt = vs + (it % kStages) * kKeys * DP;
+    // The slots of tile it + kStages (in tile it's slot_s, read by the load above at it - 1);
+    // the block ids load while this tile computes.
+    const int32_t next_slot = threadIdx.x < kKeys ? slot_of(it + kStages, threadIdx.x) : -1;
 
-    float s[NS][4] = {};  // rows g, g + 8 x keys 8j + 2c, +1
-#pragma unroll
-    for (int j = 0; j < NS; ++j) {
+    if (has_rows && k0 <= wpos_max && k0 + kKeys - 1 >= wfirst_min) {  // some row of the warp sees these keys
+      const bf16* const kt = ks + (it % kStages) * kKeys * DP;
+      const bf16* const vt = vs + (it % kStages) * kKeys * DP;
+      float s[MT][NS][4] = {};  // rows g, g + 8 x keys 8j + 2c, +1
 #pragma unroll
       for (int kk = 0; kk < NK; kk += 2) {
-        uint32_t b[4];
-        ldsm_x4(b, kt + (8 * j + lane % 8) * DP + 16 * kk + 8 * (lane / 8));
-        mma_k16(s[j], qf[kk], b[0], b[1]);
-        mma_k16(s[j], qf[kk + 1], b[2], b[3]);
-      }
-    }
-    const bool masked = k0 + kKeys - 1 > wpos_min || k0 < wfirst_max;
-    float mx_lo = -INFINITY, mx_hi = -INFINITY;
+        uint32_t a[MT][2][4];
 #pragma unroll
-    for (int j = 0; j < NS; ++j) {
+        for (int mt = 0; mt < MT; ++mt) {
+          if constexpr (kQInRegs) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * p.scale_log2;
-        if (masked) {
-          const int key = k0 + 8 * j + 2 * c + (e & 1);
-          const bool lo = e < 2;
-          if (key > (lo ? pos_lo : pos_hi) || key < (lo ? first_lo : first_hi)) x = -INFINITY;
+            for (int e = 0; e < 4; ++e) a[mt][0][e] = qf[kk][e], a[mt][1][e] = qf[kk + 1][e];
+          } else {
+            const bf16* q_at = qs + (wrow + 16 * mt + lane % 16) * DP + 16 * kk + 8 * (lane / 16);
+            ldsm_x4(a[mt][0], q_at);
+            ldsm_x4(a[mt][1], q_at + 16);
+          }
         }
-        s[j][e] = x;
-        if (e < 2) {
-          mx_lo = fmaxf(mx_lo, x);
-        } else {
-          mx_hi = fmaxf(mx_hi, x);
+#pragma unroll
+        for (int j = 0; j < NS; ++j) {
+          uint32_t b[4];
+          ldsm_x4(b, kt + (8 * j + lane % 8) * DP + 16 * kk + 8 * (lane / 8));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_k16(s[mt][j], a[mt][0], b[0], b[1]);
+            mma_k16(s[mt][j], a[mt][1], b[2], b[3]);
+          }
         }
       }
-    }
-    mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 1));
-    mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 2));
-    mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 1));
-    mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 2));
-    // A row with no visible key yet keeps m = -inf; 0 stands in so that 2^(-inf - ref) = 0.
-    const float mn_lo = fmaxf(m_lo, mx_lo), mn_hi = fmaxf(m_hi, mx_hi);
-    const float ref_lo = mn_lo == -INFINITY ? 0.0f : mn_lo, ref_hi = mn_hi == -INFINITY ? 0.0f : mn_hi;
-    const float a_lo = exp2_approx(m_lo - ref_lo), a_hi = exp2_approx(m_hi - ref_hi);
-    m_lo = mn_lo, m_hi = mn_hi;
-    float sum_lo = 0.0f, sum_hi = 0.0f;
+      const bool masked = k0 + kKeys - 1 > wpos_min || k0 < wfirst_max;
 #pragma unroll
-    for (int j = 0; j < NS; ++j) {
-      s[j][0] = exp2_approx(s[j][0] - ref_lo), s[j][1] = exp2_approx(s[j][1] - ref_lo);
-      s[j][2] = exp2_approx(s[j][2] - ref_hi), s[j][3] = exp2_approx(s[j][3] - ref_hi);
-      sum_lo += s[j][0] + s[j][1];
-      sum_hi += s[j][2] + s[j][3];
-    }
-    l_lo = l_lo * a_lo + sum_lo, l_hi = l_hi * a_hi + sum_hi;
+      for (int mt = 0; mt < MT; ++mt) {
+        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int n = 0; n < NO; ++n) o[n][0] *= a_lo, o[n][1] *= a_lo, o[n][2] *= a_hi, o[n][3] *= a_hi;
-
+        for (int j = 0; j < NS; ++j) {
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {  // keys 16kk .. 16kk + 15
-      uint32_t pa[4], pe[4];
-      pa[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-      pa[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-      pa[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pa[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      if (exact) {
-        pe[0] = pack_bf16_error(s[2 * kk][0], s[2 * kk][1], pa[0]);
-        pe[1] = pack_bf16_error(s[2 * kk][2], s[2 * kk][3], pa[1]);
-        pe[2] = pack_bf16_error(s[2 * kk + 1][0], s[2 * kk + 1][1], pa[2]);
-        pe[3] = pack_bf16_error(s[2 * kk + 1][2], s[2 * kk + 1][3], pa[3]);
+          for (int e = 0; e < 4; ++e) {
+            float x = s[mt][j][e] * p.scale_log2;
+            if (masked) {
+              const int key = k0 + 8 * j + 2 * c + (e & 1);
+              if (key > pos[mt][e / 2] || key < first[mt][e / 2]) x = -INFINITY;
+            }
+            s[mt][j][e] = x;
+            mx[e / 2] = fmaxf(mx[e / 2], x);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+          // A row with no visible key yet keeps m = -inf; 0 stands in so that 2^(-inf - ref) = 0.
+          const float mn = fmaxf(m[mt][h], mx[h]);
+          const float ref = mn == -INFINITY ? 0.0f : mn;
+          const float a = exp2_approx(m[mt][h] - ref);
+          m[mt][h] = mn;
+          float sum = 0.0f;
+#pragma unroll
+          for (int j = 0; j < NS; ++j) {
+            s[mt][j][2 * h] = exp2_approx(s[mt][j][2 * h] - ref);
+            s[mt][j][2 * h + 1] = exp2_approx(s[mt][j][2 * h + 1] - ref);
+            sum += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+          }
+          l[mt][h] = l[mt][h] * a + sum;
+#pragma unroll
+          for (int n = 0; n < NO; ++n) o[mt][n][2 * h] *= a, o[mt][n][2 * h + 1] *= a;
+        }
       }
 #pragma unroll
-      for (int n = 0; n < NO; n += 2) {  // dims 8n .. 8n + 15
-        uint32_t b[4];
-        ldsm_x4_trans(b, vt + (16 * kk + lane % 8 + 8 * ((lane / 8) % 2)) * DP + 8 * n + 8 * (lane / 16));
-        mma_k16(o[n], pa, b[0], b[1]);
-        mma_k16(o[n + 1], pa, b[2], b[3]);
-        if (exact) {
-          mma_k16(o[n], pe, b[0], b[1]);
-          mma_k16(o[n + 1], pe, b[2], b[3]);
+      for (int kk = 0; kk < kKeys / 16; ++kk) {  // keys 16kk .. 16kk + 15
+        uint32_t pa[MT][4], pe[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+          if (exact[mt]) {
+            pe[mt][0] = pack_bf16_error(s[mt][2 * kk][0], s[mt][2 * kk][1], pa[mt][0]);
+            pe[mt][1] = pack_bf16_error(s[mt][2 * kk][2], s[mt][2 * kk][3], pa[mt][1]);
+            pe[mt][2] = pack_bf16_error(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], pa[mt][2]);
+            pe[mt][3] = pack_bf16_error(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], pa[mt][3]);
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < NO; n += 2) {  // dims 8n .. 8n + 15
+          uint32_t b[4];
+          ldsm_x4_trans(b, vt + (16 * kk + lane % 8 + 8 * ((lane / 8) % 2)) * DP + 8 * n + 8 * (lane / 16));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_k16(o[mt][n], pa[mt], b[0], b[1]);
+            mma_k16(o[mt][n + 1], pa[mt], b[2], b[3]);
+            if (exact[mt]) {
+              mma_k16(o[mt][n], pe[mt], b[0], b[1]);
+              mma_k16(o[mt][n + 1], pe[mt], b[2], b[3]);
+            }
+          }
         }
       }
     }
+    if (threadIdx.x < kKeys) slot_s[(it % kStages) * kKeys + threadIdx.x] = next_slot;
   }
   cp_async_wait<0>();  // only empty groups are left
 
   // out = O / l, staged through the warp's own Q rows for 16-byte stores.
-  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
-  l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
-  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 1);
-  l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
-  const float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
-  bf16* const os = qs + 16 * warp * DP;
+  __syncwarp();  // the warp's last reads of its Q rows
+  bf16* const os = qs + wrow * DP;
 #pragma unroll
-  for (int n = 0; n < NO; ++n) {
-    *reinterpret_cast<uint32_t*>(os + g * DP + 8 * n + 2 * c) = pack_bf16(o[n][0] * inv_lo, o[n][1] * inv_lo);
-    *reinterpret_cast<uint32_t*>(os + (g + 8) * DP + 8 * n + 2 * c) = pack_bf16(o[n][2] * inv_hi, o[n][3] * inv_hi);
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      inv[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+#pragma unroll
+    for (int n = 0; n < NO; ++n) {
+      *reinterpret_cast<uint32_t*>(os + (16 * mt + g) * DP + 8 * n + 2 * c) =
+          pack_bf16(o[mt][n][0] * inv[0], o[mt][n][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(os + (16 * mt + g + 8) * DP + 8 * n + 2 * c) =
+          pack_bf16(o[mt][n][2] * inv[1], o[mt][n][3] * inv[1]);
+    }
   }
   __syncwarp();
-  for (int i = lane; i < 16 * CH; i += 32) {
+  for (int i = lane; i < WR * CH; i += 32) {
     const int r = i / CH, ch = i % CH;
-    if (16 * warp + r > last_row) break;
-    *reinterpret_cast<uint4*>(p.out + qrow(16 * warp + r) * D + 8 * ch) =
-        *reinterpret_cast<const uint4*>(os + r * DP + 8 * ch);
+    if (wrow + r > last_row) break;
+    *reinterpret_cast<uint4*>(p.out + qrow(wrow + r) * D + 8 * ch) = *reinterpret_cast<const uint4*>(os + r * DP + 8 * ch);
   }
 }
 
-template <int D, int ROWS>
+template <int D, int MT>
 void launch(const Params& p, int num_tiles, cudaStream_t stream) {
   static const cudaError_t configured = cudaFuncSetAttribute(
-      prefill_kernel<D, ROWS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<D, ROWS>()));
+      prefill_kernel<D, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<D, MT>()));
   (void)configured;  // a failure shows at the launch
   const unsigned ctas = static_cast<unsigned>(int64_t{num_tiles} * p.num_kv_heads);
-  prefill_kernel<D, ROWS><<<ctas, 2 * ROWS, smem_bytes<D, ROWS>(), stream>>>(p);
+  prefill_kernel<D, MT><<<ctas, kThreads, smem_bytes<D, MT>(), stream>>>(p);
 }
 
 bool takes_tiles(int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int tile_rows) {
@@ -396,11 +456,11 @@ void attention_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   p.sliding_window = static_cast<int>(std::min<int64_t>(shape.sliding_window, INT32_MAX));
   p.scale_log2 = shape.scale * kLog2e;
   p.out = out;
-  const bool wide = meta.plan_tile_rows == 128;
+  const bool wide = meta.plan_tile_rows == 128;  // 2 m-tiles per warp
   if (shape.head_dim == 64) {
-    wide ? launch<64, 128>(p, meta.plan_prefill_tiles, stream) : launch<64, 64>(p, meta.plan_prefill_tiles, stream);
+    wide ? launch<64, 2>(p, meta.plan_prefill_tiles, stream) : launch<64, 1>(p, meta.plan_prefill_tiles, stream);
   } else {
-    wide ? launch<128, 128>(p, meta.plan_prefill_tiles, stream) : launch<128, 64>(p, meta.plan_prefill_tiles, stream);
+    wide ? launch<128, 2>(p, meta.plan_prefill_tiles, stream) : launch<128, 1>(p, meta.plan_prefill_tiles, stream);
   }
 }
 

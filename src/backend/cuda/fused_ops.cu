@@ -8,6 +8,7 @@ namespace tessera::cuda {
 namespace {
 
 constexpr int kMaxHeadDim = 256;
+constexpr int64_t kRopeVecMinTokens = 32;  // the 16-byte kernel from this many tokens
 
 // One block per (token, head of q, k and v); one thread per element pair of the head.
 __global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* __restrict__ bias,
@@ -69,6 +70,119 @@ __global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* 
   }
 }
 
+// The same with 16-byte accesses, one CTA per token (head_dim % 16 == 0, head_dim / 16 a
+// power of two, 16-byte aligned rows): the token's cos/sin computed once into shared memory;
+// a q or k head is C = head_dim / 16 lanes of 8 rotation pairs each (rotate-half: elements
+// [8j, 8j + 8) with [half + 8j, ...); interleaved: [16j, 16j + 16)), adjacent in a warp, so the
+// q/k norm reduces with C-lane shuffles; a v head is head_dim / 8 lanes of 8 copies.
+__device__ __forceinline__ void load_bf16x8(const bf16* p, float* v) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ void store_bf16x8(bf16* p, const float* v) {
+  uint4 u;
+  auto* h = reinterpret_cast<__nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+
+__global__ void qkv_rope_cache_vec_kernel(const bf16* __restrict__ qkv, const bf16* __restrict__ bias,
+                                          const bf16* __restrict__ q_norm, const bf16* __restrict__ k_norm,
+                                          float eps, const int32_t* __restrict__ positions,
+                                          const int64_t* __restrict__ slot_mapping, int num_heads, int num_kv_heads,
+                                          int head_dim, const float* __restrict__ inv_freq, bool interleaved,
+                                          bf16* __restrict__ q_out, bf16* __restrict__ k_cache,
+                                          bf16* __restrict__ v_cache) {
+  __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
+  const int64_t t = blockIdx.x;
+  const int half = head_dim / 2, lanes_per_head = head_dim / 16;
+  const float pos = static_cast<float>(positions[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) sincosf(pos * inv_freq[i], &sin_s[i], &cos_s[i]);
+  __syncthreads();
+  const int heads = num_heads + 2 * num_kv_heads;
+  const bf16* row = qkv + t * heads * head_dim;
+  const int64_t kv_dim = int64_t{num_kv_heads} * head_dim;
+  const int64_t slot = slot_mapping[t];
+
+  // q and k heads: a lane's 16 elements x[0..7] at a_off, x[8..15] at b_off. Every lane runs
+  // the same number of rounds (the norm's shuffles).
+  const int rope_lanes = (num_heads + num_kv_heads) * lanes_per_head;
+  for (int base = 0; base < rope_lanes; base += blockDim.x) {
+    const int task = base + static_cast<int>(threadIdx.x);
+    const bool active = task < rope_lanes;
+    const int h = active ? task / lanes_per_head : 0, j = task % lanes_per_head;
+    const int a_off = interleaved ? 16 * j : 8 * j, b_off = interleaved ? 16 * j + 8 : half + 8 * j;
+    float x[16] = {};
+    if (active) {
+      load_bf16x8(row + h * head_dim + a_off, x);
+      load_bf16x8(row + h * head_dim + b_off, x + 8);
+      if (bias != nullptr) {
+        float bx[16];
+        load_bf16x8(bias + h * head_dim + a_off, bx);
+        load_bf16x8(bias + h * head_dim + b_off, bx + 8);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] += bx[e];
+      }
+    }
+    const bool is_q = h < num_heads;
+    const bf16* norm = is_q ? q_norm : k_norm;
+    if (q_norm != nullptr || k_norm != nullptr) {  // uniform over the CTA
+      float ss = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 16; ++e) ss += x[e] * x[e];
+      for (int o = 1; o < lanes_per_head; o *= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      if (active && norm != nullptr) {
+        const float inv_rms = rsqrtf(ss / static_cast<float>(head_dim) + eps);
+        float nx[16];
+        load_bf16x8(norm + a_off, nx);
+        load_bf16x8(norm + b_off, nx + 8);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] = round_bf16(x[e] * inv_rms * nx[e]);
+      }
+    }
+    if (!active) continue;
+    // Pair e (frequency 8j + e): rotate-half (x[e], x[8 + e]); interleaved (x[2e], x[2e + 1]).
+    // Rounded to bf16 first, as the unfused projection (and bias) output would be.
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int i0 = interleaved ? 2 * e : e, i1 = interleaved ? 2 * e + 1 : 8 + e;
+      const float x0 = round_bf16(x[i0]), x1 = round_bf16(x[i1]);
+      const float c = cos_s[8 * j + e], s = sin_s[8 * j + e];
+      x[i0] = x0 * c - x1 * s;
+      x[i1] = x1 * c + x0 * s;
+    }
+    bf16* dst = is_q ? q_out + (t * num_heads + h) * head_dim : k_cache + slot * kv_dim + (h - num_heads) * head_dim;
+    store_bf16x8(dst + a_off, x);
+    store_bf16x8(dst + b_off, x + 8);
+  }
+
+  // v heads: 8 elements per lane.
+  const int v_lanes = num_kv_heads * head_dim / 8;
+  for (int i = threadIdx.x; i < v_lanes; i += blockDim.x) {
+    const int off = (num_heads + num_kv_heads) * head_dim + 8 * i;
+    float v[8];
+    load_bf16x8(row + off, v);
+    if (bias != nullptr) {
+      float bv[8];
+      load_bf16x8(bias + off, bv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] += bv[e];
+    }
+    store_bf16x8(v_cache + slot * kv_dim + 8 * i, v);
+  }
+}
+
 __global__ void silu_and_mul_fused_kernel(const bf16* __restrict__ gate_up, int64_t n, int64_t inter,
                                           bf16* __restrict__ out) {
   const int64_t count = n * inter;
@@ -116,6 +230,22 @@ void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const
                     int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, bf16* q_out,
                     bf16* k_cache, bf16* v_cache, cudaStream_t stream) {
   if (n == 0) return;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  // Decode batches keep the CTA per (token, head): more CTAs for few tokens.
+  const int64_t lanes_per_head = head_dim / 16;
+  const bool shape_ok = head_dim % 16 == 0 && head_dim <= kMaxHeadDim && (lanes_per_head & (lanes_per_head - 1)) == 0;
+  const bool aligned_ok = aligned(qkv) && aligned(q_out) && aligned(k_cache) && aligned(v_cache) &&
+                          (bias == nullptr || aligned(bias)) && (q_norm == nullptr || aligned(q_norm)) &&
+                          (k_norm == nullptr || aligned(k_norm));
+  if (n >= kRopeVecMinTokens && n <= INT32_MAX && shape_ok && aligned_ok) {
+    const int64_t lanes = (num_heads + num_kv_heads) * lanes_per_head;
+    const int threads = static_cast<int>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 64, 512));
+    launch_pdl(qkv_rope_cache_vec_kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, stream, true, qkv, bias,
+               q_norm, k_norm, eps, positions, slot_mapping, static_cast<int>(num_heads),
+               static_cast<int>(num_kv_heads), static_cast<int>(head_dim), inv_freq,
+               layout == RopeLayout::kInterleaved, q_out, k_cache, v_cache);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(num_heads + 2 * num_kv_heads));
   const int threads = static_cast<int>(std::min<int64_t>(kMaxHeadDim, std::max<int64_t>(32, (head_dim + 31) / 32 * 32)));
   launch_pdl(qkv_rope_cache_kernel, grid, dim3(threads), 0, stream, true, qkv, bias, q_norm, k_norm, eps, positions,

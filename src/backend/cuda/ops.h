@@ -94,10 +94,16 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 int attention_num_splits(int64_t num_tokens, int64_t num_kv_heads, int num_sms, int64_t max_context);
 
 // Bytes of workspace paged_attention needs at this many tokens and splits (0 when
-// num_splits == 1): fp32 acc [num_tokens, num_heads, num_splits, head_dim], then m and l
-// [num_tokens, num_heads, num_splits], then int arrival counts [num_tokens, num_heads]. Grows
-// with each argument. Zero the workspace once after allocating it: every call leaves the
-// counts at zero again.
+// num_splits == 1 or num_tokens > kAttentionSplitMaxTokens): int arrival counts of the
+// in-kernel merge, a region of attention_split_counts_bytes(num_heads) at the start whose
+// place and size depend on no call, then fp32 acc [num_tokens, num_heads, num_splits,
+// head_dim], m and l [num_tokens, num_heads, num_splits]. Grows with each argument, so one
+// workspace sized for the largest call serves every smaller one. Zero it once after
+// allocating it: every call leaves the counts at zero again, and only the counts must be.
+// (Counts placed after the partials moved with the call's shape, onto memory an earlier
+// call of another shape had filled with partials.)
+constexpr int64_t kAttentionSplitMaxTokens = 2048;  // more tokens: one split
+size_t attention_split_counts_bytes(int64_t num_heads);
 size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int num_splits);
 
 // Prefill plan of one step, on the host (once per step, for every layer): each sequence's
@@ -122,9 +128,11 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
                                    int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int32_t* plan,
                                    int tile_rows = 0);
 
-// num_splits >= 1 (attention_num_splits, or any value: results agree up to rounding);
-// workspace: attention_workspace_bytes(num_tokens, num_heads, head_dim, num_splits) bytes,
-// unused (may be null) when num_splits == 1. With a plan, num_splits and the workspace serve
+// num_splits >= 1 (attention_num_splits, or any value: results agree up to rounding; one
+// split past kAttentionSplitMaxTokens tokens); workspace: at least
+// attention_workspace_bytes(num_tokens, num_heads, head_dim, num_splits) bytes, zeroed once
+// and shared by any number of calls (one stream at a time), unused (may be null) with one
+// split. With a plan, num_splits and the workspace serve
 // its decode tokens (indexed by token as without one).
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
