@@ -7,7 +7,8 @@
 //   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
 // and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 64)) of the grid's
-// num_splits (the CTAs past them return at once; one split writes out directly). Split s
+// num_splits (64, or TESSERA_ATTN_SPLIT_KEYS; the CTAs past them return at once; one split
+// writes out directly). Split s
 // covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up
 // to a step; its (acc, m, l) go to a workspace,
 // and the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
@@ -36,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "backend/cuda/attention_internal.h"
 #include "backend/cuda/pdl.h"
@@ -47,7 +49,14 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr int kMinSplitKeys = 64;  // fewer keys per split than this: fewer splits
+// Fewer visible keys per split than this: fewer splits (TESSERA_ATTN_SPLIT_KEYS overrides).
+int min_split_keys() {
+  static const int keys = [] {
+    const char* v = std::getenv("TESSERA_ATTN_SPLIT_KEYS");
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 64;
+  }();
+  return keys;
+}
 
 struct Params {
   const bf16* q;
@@ -62,6 +71,7 @@ struct Params {
   int block_size, block_shift;  // block_shift: log2(block_size), or -1 when not a power of two
   int sliding_window;
   int num_splits;
+  int min_split_keys;  // a token takes at most one split per this many visible keys
   float scale_log2;  // scale * log2(e)
   bf16* out;         // num_splits == 1
   float* part_acc;   // [num_tokens, num_heads, num_splits, head_dim], num_splits > 1
@@ -185,10 +195,10 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   const int64_t row0 = int64_t{t} * p.num_heads + h0;  // (t, h0) row of q and out
   const int pos = p.positions[t];
   const int first = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
-  // This token's splits: at most one per kMinSplitKeys visible keys, so short contexts skip
+  // This token's splits: at most one per min_split_keys visible keys, so short contexts skip
   // the merge (one split) or merge few partials. The CTAs past them take no part.
   const int visible = pos + 1 - first;
-  const int splits = min(p.num_splits, max(1, (visible + kMinSplitKeys - 1) / kMinSplitKeys));
+  const int splits = min(p.num_splits, max(1, (visible + p.min_split_keys - 1) / p.min_split_keys));
   if (split >= splits) return;
   const int len = ((visible + splits - 1) / splits + KSTEP - 1) / KSTEP * KSTEP;
   const int kbegin = first + split * len, kend = min(pos + 1, kbegin + len);
@@ -440,6 +450,7 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   p.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(static_cast<unsigned>(p.block_size)) : -1;
   p.sliding_window = static_cast<int>(std::min<int64_t>(shape.sliding_window, INT32_MAX));
   p.num_splits = num_splits;
+  p.min_split_keys = min_split_keys();
   p.scale_log2 = shape.scale * kLog2e;
   p.out = out;
   const int64_t parts = n * shape.num_heads * num_splits;
