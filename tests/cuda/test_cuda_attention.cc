@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -329,6 +330,27 @@ TEST(CudaAttention, PlanTilesPrefillRuns) {
   EXPECT_EQ(n64.tile_rows, 64);
   EXPECT_EQ(n64.decode_tokens, 16);
   EXPECT_EQ(n64.prefill_tiles, 3 + 5);
+  // Chosen per step (tile_rows 0) for 132 SMs: this batch's 5 tiles of 128 rows x 8 KV heads
+  // are 40 CTAs, under two per SM: 64-row tiles. A 4096-token run (128 tiles, 1024 CTAs)
+  // keeps 128 rows; no SM count: 128.
+  if (std::getenv("TESSERA_PREFILL_ROWS") == nullptr) {
+    EXPECT_EQ(cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 32, 8, 128,
+                                   plan.data(), 0, 132)
+                  .tile_rows,
+              64);
+    EXPECT_EQ(cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 32, 8, 128,
+                                   plan.data(), 0, 0)
+                  .tile_rows,
+              128);
+    ForwardBatch big;
+    const std::vector<int32_t> long_table(256, 1), long_tokens(4096, 1);
+    big.add_sequence(long_tokens.data(), 4096, 0, long_table, 16, true);
+    std::vector<int32_t> big_plan(cuda::attention_plan_ints(big.num_tokens()));
+    EXPECT_EQ(cuda::plan_attention(big.positions.data(), big.query_start_loc.data(), big.num_seqs(), 32, 8, 128,
+                                   big_plan.data(), 0, 132)
+                  .tile_rows,
+              128);
+  }
   // head_dim 256 (and G > 128) take no tiles: every token goes to the split-KV kernel.
   const cuda::AttentionPlanCounts none =
       cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 8, 4, 256, plan.data(), 128);

@@ -6,9 +6,9 @@
 // in base 2 with x_j = scale * log2(e) * q . k_j, keys taken in steps with an online softmax:
 //   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
-// and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 64)) of the grid's
-// num_splits (64, or TESSERA_ATTN_SPLIT_KEYS; the CTAs past them return at once; one split
-// writes out directly). Split s
+// and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 256)) of the
+// grid's num_splits (256, or TESSERA_ATTN_SPLIT_KEYS; the CTAs past them return at once;
+// one split writes out directly). Split s
 // covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up
 // to a step; its (acc, m, l) go to a workspace,
 // and the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
@@ -53,7 +53,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 int min_split_keys() {
   static const int keys = [] {
     const char* v = std::getenv("TESSERA_ATTN_SPLIT_KEYS");
-    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 64;
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 256;
   }();
   return keys;
 }

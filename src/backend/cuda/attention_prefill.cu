@@ -51,10 +51,12 @@ constexpr int kMinRunTokens = 16; // shorter runs take the split-KV kernel token
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Query rows per CTA (token x head): 128 unless TESSERA_PREFILL_ROWS=64 (a tuning switch).
-int default_tile_rows() {
+// TESSERA_PREFILL_ROWS=64 or 128 fixes the tile rows; 0: chosen per step.
+int env_tile_rows() {
   static const int rows = [] {
     const char* e = std::getenv("TESSERA_PREFILL_ROWS");
-    return e != nullptr && std::atoi(e) == 64 ? 64 : 128;
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v == 64 || v == 128 ? v : 0;
   }();
   return rows;
 }
@@ -410,9 +412,26 @@ size_t attention_plan_ints(int64_t num_tokens) { return static_cast<size_t>(2 * 
 
 AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* query_start_loc, int64_t num_seqs,
                                    int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int32_t* plan,
-                                   int tile_rows) {
+                                   int tile_rows, int num_sms) {
   AttentionPlanCounts counts;
-  counts.tile_rows = tile_rows > 0 ? tile_rows : default_tile_rows();
+  if (tile_rows <= 0) tile_rows = env_tile_rows();
+  if (tile_rows <= 0) {
+    // 128-row tiles, unless they would leave SMs idle: under two CTAs (tile x KV head) per
+    // SM, 64-row tiles (twice the CTAs; a 512-token chunk after 1,536 cached tokens on the
+    // H200: 146 TFLOP/s against 104).
+    tile_rows = 128;
+    const int64_t g = num_kv_heads > 0 ? num_heads / num_kv_heads : 0;
+    if (num_sms > 0 && g > 0 && g <= 64) {
+      const int64_t tile_tokens = 128 / g;
+      int64_t tiles = 0;
+      for (int64_t s = 0; s < num_seqs; ++s) {
+        const int64_t len = query_start_loc[s + 1] - query_start_loc[s];
+        if (len >= kMinRunTokens) tiles += (len + tile_tokens - 1) / tile_tokens;
+      }
+      if (tiles > 0 && tiles * num_kv_heads < 2 * int64_t{num_sms}) tile_rows = 64;
+    }
+  }
+  counts.tile_rows = tile_rows;
   const bool tiles_ok = takes_tiles(num_heads, num_kv_heads, head_dim, counts.tile_rows);
   const int32_t tile_tokens = tiles_ok ? static_cast<int32_t>(counts.tile_rows / (num_heads / num_kv_heads)) : 0;
   struct Tile {

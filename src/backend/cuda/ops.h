@@ -114,8 +114,9 @@ size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t 
 // query_start_loc [num_seqs + 1] (CSR of each sequence's tokens, consecutive in the batch,
 // increasing positions) on the host; plan receives the decode tokens, then (first token,
 // tokens) per tile, at most attention_plan_ints(num_tokens) ints in all. head_dim 64 and 128
-// with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64 (0: 128, or 64
-// under TESSERA_PREFILL_ROWS=64). Point AttentionMetadata::plan at a device copy and copy the
+// with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64; 0: as
+// TESSERA_PREFILL_ROWS (64 or 128) says, else 128 unless the step's 128-row tiles give
+// fewer than two CTAs (tile x KV head) per SM of num_sms, then 64 (no num_sms: 128). Point AttentionMetadata::plan at a device copy and copy the
 // counts and tile_rows into it (or leave plan null when prefill_tiles == 0).
 struct AttentionPlanCounts {
   int32_t decode_tokens = 0;
@@ -126,7 +127,7 @@ struct AttentionPlanCounts {
 size_t attention_plan_ints(int64_t num_tokens);
 AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* query_start_loc, int64_t num_seqs,
                                    int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int32_t* plan,
-                                   int tile_rows = 0);
+                                   int tile_rows = 0, int num_sms = 0);
 
 // num_splits >= 1 (attention_num_splits, or any value: results agree up to rounding; one
 // split past kAttentionSplitMaxTokens tokens); workspace: at least

@@ -250,7 +250,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     const size_t plan_at = l.capacity - attention_plan_ints(max_tokens_);
     const AttentionPlanCounts plan = plan_attention(in + l.positions, query_start_loc.data(),
                                                     static_cast<int64_t>(num_seqs), c.num_attention_heads,
-                                                    c.num_key_value_heads, c.head_dim, in + plan_at);
+                                                    c.num_key_value_heads, c.head_dim, in + plan_at, 0, num_sms_);
     if (plan.prefill_tiles > 0) {
       TESSERA_CUDA_TRY(cudaMemcpyAsync(dev + plan_at, in + plan_at, plan.ints() * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, stream_),
