@@ -56,7 +56,9 @@ SchedulerOutput Scheduler::schedule() {
     s.id = r->id;
     s.num_computed_tokens = r->num_computed_tokens;
     s.num_scheduled_tokens = n;
-    for (BlockId b : kv_.blocks(r->id)) s.block_ids.push_back(b.value);
+    const std::span<const BlockId> blocks = kv_.blocks(r->id);
+    s.block_ids.resize(blocks.size());  // one allocation per request and step
+    for (size_t i = 0; i < blocks.size(); ++i) s.block_ids[i] = blocks[i].value;
     s.samples = r->num_computed_tokens + n == r->num_tokens();
     out.requests.push_back(std::move(s));
     out.total_num_scheduled_tokens += n;
