@@ -1,8 +1,6 @@
 #include "engine/async_engine.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 namespace tessera {
 
@@ -129,15 +127,7 @@ void AsyncEngine::loop() {
       std::lock_guard lock(mu_);
       if (stop_) return;
     }
-    static const bool dbg = std::getenv("TESSERA_DEBUG_ENGINE") != nullptr;  // TEMP
-    if (dbg) std::fprintf(stderr, "DBG %.3f loop: in=%zu ab=%zu all=%d unfinished=%d active=%zu\n", now_seconds(),
-                          incoming.size(), aborts.size(), (int)abort_everything, (int)core_->has_unfinished(), active_.size());
-    if (core_->has_unfinished()) {
-      const double t0 = now_seconds();
-      auto outs = core_->step();
-      if (dbg) std::fprintf(stderr, "DBG %.3f step: %zu outputs in %.3f s\n", now_seconds(), outs.size(), now_seconds() - t0);
-      process(outs);
-    }
+    if (core_->has_unfinished()) process(core_->step());
     const EngineStats s = core_->stats();
     std::lock_guard lock(metrics_mu_);
     metrics_.num_requests_running = static_cast<int64_t>(s.num_running);

@@ -183,12 +183,8 @@ class ShutdownTest(unittest.TestCase):
                                                extra_body={"ignore_eos": True})
             it = iter(stream)
             first = next(it)
-            import time as _t; _t0 = _t.time(); sys.stderr.write(f"DBG first chunk at {_t0:.3f}\n")  # TEMP
             server.proc.send_signal(sf.signal.SIGTERM)
-            rest = []
-            for _c in it:  # TEMP
-                rest.append(_c)
-                sys.stderr.write(f"DBG chunk {len(rest)} at +{_t.time() - _t0:.3f} {[c.finish_reason for c in _c.choices]}\n")
+            rest = list(it)
             chunks = [first] + rest
             finishes = [c.finish_reason for ch in chunks for c in ch.choices if c.finish_reason]
             self.assertEqual(finishes, ["length"], "the in-flight stream was not allowed to finish")
