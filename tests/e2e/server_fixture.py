@@ -8,7 +8,8 @@ Environment: TESSERA_BIN (default SOURCE/build/bin/tessera), TESSERA_DEFAULT_MOD
 scripts/default_model_path.sh), TESSERA_SOURCE_DIR (default: two levels above this file).
 A missing binary, model or `openai` package skips the test program with exit code 77.
 Server logs go to $TMPDIR/tessera-e2e-*.log; removed after a clean exit unless
-TESSERA_E2E_KEEP_LOGS is set.
+TESSERA_E2E_KEEP_LOGS is set. The tessera processes get OMP_WAIT_POLICY=passive unless the
+environment sets it (see child_env).
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ def _exit_on_sigterm() -> None:
     # SIGTERM to the test process: run atexit handlers (they kill the servers).
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+def child_env() -> dict[str, str]:
+    """The environment of the tessera processes the tests start: OMP_WAIT_POLICY=passive unless
+    set. By default libgomp's threads spin at every fork, join and barrier before they sleep;
+    when ctest runs another OpenMP program beside the server on the same cores (engine_tests
+    under `ctest -j2` on two cores), each side's spinning threads burn the time slices that
+    the other side's threads need, and a step of the 135M model goes from ~0.02 s to ~1.3 s
+    (a 32-token stream then outlasts a 30 s --shutdown-timeout). Passive threads sleep at
+    once; alone, a decode step costs ~5 ms more."""
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    return env
 
 
 def skip(message: str) -> None:
@@ -128,7 +142,7 @@ class Server:
         _exit_on_sigterm()
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.PIPE, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=_die_with_parent, env=child_env())
         atexit.register(self._kill_if_running)
         self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
         self._drain.start()
@@ -323,7 +337,7 @@ def cli_generate(binary: str, model: str, prompts: list[str], max_tokens: int, *
                 "--max-model-len", str(MAX_MODEL_LEN), *extra]
         for p in prompts:
             args += ["--prompt", p]
-        out = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        out = subprocess.run(args, capture_output=True, text=True, timeout=300, env=child_env())
         if out.returncode != 0:
             raise AssertionError(f"{args} failed ({out.returncode}): {out.stderr[-2000:]}")
         rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
@@ -336,7 +350,7 @@ def cli_detokenize(binary: str, model: str, tokens: list[int]) -> str:
     """The offline detokenizer (expectations do not depend on the server's /detokenize)."""
     out = subprocess.run([binary, "detokenize", "--tokenizer", model, "--jsonl"],
                          input=json.dumps({"ids": tokens}) + "\n", capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=child_env())
     if out.returncode != 0:
         raise AssertionError(f"tessera detokenize failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.splitlines()[0])["text"]
