@@ -104,6 +104,7 @@ EngineMetrics AsyncEngine::metrics() const {
 }
 
 void AsyncEngine::loop() {
+  std::vector<EngineStepOutput> done;  // the last step's outputs, processed while the next runs
   for (;;) {
     std::vector<Incoming> incoming;
     std::vector<uint64_t> aborts;
@@ -111,7 +112,8 @@ void AsyncEngine::loop() {
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || abort_all_ || !incoming_.empty() || !aborts_.empty() || core_->has_unfinished();
+        return stop_ || abort_all_ || !incoming_.empty() || !aborts_.empty() || core_->has_unfinished() ||
+               !done.empty();
       });
       incoming.swap(incoming_);
       aborts.swap(aborts_);
@@ -127,7 +129,20 @@ void AsyncEngine::loop() {
       std::lock_guard lock(mu_);
       if (stop_) return;
     }
-    if (core_->has_unfinished()) process(core_->step());
+    // No step is in flight here: admissions and aborts above touched no launched request.
+    // With a device runner the last step's outputs go out while the next step computes;
+    // a host runner computes in launch_step, so they go out first.
+    const bool launched = core_->has_unfinished() && core_->launch_step();
+    process(done, launched);
+    done.clear();
+    if (launched) {
+      done = core_->finish_step();
+      finish_deferred_stops();
+      if (!core_->launches_async()) {
+        process(done, false);
+        done.clear();
+      }
+    }
     const EngineStats s = core_->stats();
     std::lock_guard lock(metrics_mu_);
     metrics_.num_requests_running = static_cast<int64_t>(s.num_running);
@@ -245,7 +260,21 @@ void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, Comple
   if (a.open == 0) a.finished_time = t;
 }
 
-void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
+void AsyncEngine::finish_deferred_stops() {
+  for (DeferredStop& stop : deferred_stops_) {
+    Active& a = *stop.active;
+    core_->stop_request(a.ids[stop.child]);
+    finish_child(a, stop.child, RequestStatus::kFinishedStopped, &stop.delta);
+    std::vector<CompletionDelta> deltas;
+    deltas.push_back(std::move(stop.delta));
+    publish(a, &deltas, nullptr);
+    if (a.open == 0) active_.erase(a.stream->id());
+  }
+  deferred_stops_.clear();
+}
+
+void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs, bool step_running) {
+  if (outputs.empty()) return;
   const double t = now_seconds();
   // Deltas grouped per stream, so each consumer wakes once per step.
   std::unordered_map<Active*, std::vector<CompletionDelta>> news;
@@ -287,6 +316,11 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
       if (a->last_token_time[c] > 0.0) itls.push_back(t - a->last_token_time[c]);
       a->last_token_time[c] = t;
       if (a->trackers[c].add(o, &d) && !is_finished(status)) {
+        if (step_running) {
+          // Finished once the running step is done; its later outputs are dropped then.
+          deferred_stops_.push_back({a, c, std::move(d)});
+          continue;
+        }
         core_->stop_request(o.id);
         status = RequestStatus::kFinishedStopped;
       }

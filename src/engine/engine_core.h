@@ -62,6 +62,9 @@ class EngineCoreBase {
     return true;
   }
   virtual std::vector<EngineStepOutput> finish_step() { return std::move(launched_); }
+  // Whether launch_step returns while the step computes (else work between the halves only
+  // delays the step's outputs).
+  virtual bool launches_async() const { return false; }
   virtual bool has_unfinished() const = 0;
   // A finished request, handed back once.
   virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
@@ -92,6 +95,7 @@ class EngineCore : public EngineCoreBase {
   std::vector<EngineStepOutput> step() override;
   bool launch_step() override;
   std::vector<EngineStepOutput> finish_step() override;
+  bool launches_async() const override { return runner_->launches_async(); }
   bool has_unfinished() const override { return scheduler_->has_unfinished(); }
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;

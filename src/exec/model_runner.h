@@ -40,6 +40,9 @@ class ModelRunner {
     launched_.clear();
   }
 
+  // Whether launch returns before the step is done (a device runner), so that work between
+  // launch and collect overlaps the step; host runners compute in launch.
+  virtual bool launches_async() const { return false; }
   // Logits row `row` of the last step, [vocab_size] fp32 in host memory.
   virtual const float* logits(int32_t row) const = 0;
   virtual int64_t vocab_size() const = 0;

@@ -73,12 +73,37 @@ struct Served {
   std::unique_ptr<AsyncEngine> engine;
 };
 
-Served serve(const EngineArgs& args) {
+// A core that says its steps run asynchronously (as a device runner's do), so the AsyncEngine
+// processes each step's outputs after launching the next one and defers the stops it finds
+// then; on the CPU the step still computes inside launch_step.
+class OverlappingCore : public EngineCoreBase {
+ public:
+  explicit OverlappingCore(std::unique_ptr<EngineCoreBase> inner) : inner_(std::move(inner)) {}
+  Status add_request(std::unique_ptr<Request> request) override { return inner_->add_request(std::move(request)); }
+  bool abort_request(RequestId id) override { return inner_->abort_request(id); }
+  bool stop_request(RequestId id) override { return inner_->stop_request(id); }
+  std::vector<EngineStepOutput> step() override { return inner_->step(); }
+  bool launch_step() override { return inner_->launch_step(); }
+  std::vector<EngineStepOutput> finish_step() override { return inner_->finish_step(); }
+  bool launches_async() const override { return true; }
+  bool has_unfinished() const override { return inner_->has_unfinished(); }
+  std::unique_ptr<Request> take_finished(RequestId id) override { return inner_->take_finished(id); }
+  EngineStats stats() const override { return inner_->stats(); }
+  int32_t max_model_len() const override { return inner_->max_model_len(); }
+  int64_t vocab_size() const override { return inner_->vocab_size(); }
+
+ private:
+  std::unique_ptr<EngineCoreBase> inner_;
+};
+
+Served serve(const EngineArgs& args, bool overlapping = false) {
   Served s;
   auto l = load_engine(args);
   EXPECT_TRUE(l.ok()) << l.error();
   s.loaded = std::move(*l);
-  s.engine = std::make_unique<AsyncEngine>(std::move(s.loaded.core), s.loaded.tokenizer.get());
+  std::unique_ptr<EngineCoreBase> core = std::move(s.loaded.core);
+  if (overlapping) core = std::make_unique<OverlappingCore>(std::move(core));
+  s.engine = std::make_unique<AsyncEngine>(std::move(core), s.loaded.tokenizer.get());
   return s;
 }
 
@@ -88,10 +113,14 @@ std::vector<int32_t> encode(const Served& s, const std::string& text) {
   return *ids;
 }
 
-TEST(AsyncEngine, StreamsCarryWhatTheOfflineApiReturns) {
+// Both ways of running the loop: each step's outputs processed after the step (a host
+// runner), or while the next step runs (a device runner), stops found then deferred.
+class AsyncEngineLoop : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AsyncEngineLoop, StreamsCarryWhatTheOfflineApiReturns) {
   auto llm = LLM::create(quiet(stories_gguf()));
   ASSERT_TRUE(llm.ok()) << llm.error();
-  Served served = serve(quiet(stories_gguf()));
+  Served served = serve(quiet(stories_gguf()), GetParam());
   const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Lily and Tom went to the park", "One day"};
   // Greedy to the length limit, then with a stop string from the middle of that text.
   SamplingParams greedy;
@@ -131,6 +160,9 @@ TEST(AsyncEngine, StreamsCarryWhatTheOfflineApiReturns) {
   }
   EXPECT_NE(c.text[0], c.text[1]);
 }
+
+INSTANTIATE_TEST_SUITE_P(AsyncEngine, AsyncEngineLoop, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "OverlappingSteps" : "WholeSteps"; });
 
 TEST(AsyncEngine, AbortFreesTheBlocksBeforeTheNextStep) {
   Served served = serve(quiet(stories_gguf()));

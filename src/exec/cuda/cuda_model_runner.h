@@ -39,6 +39,7 @@ class CudaModelRunner : public ModelRunner {
   // Plans the step and queues it on the stream; collect waits for the device.
   void launch(const SchedulerOutput& out, const RequestLookup& lookup) override;
   void collect(std::vector<LogitsRows>* rows) override;
+  bool launches_async() const override { return true; }
   const float* logits(int32_t row) const override {
     return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
   }
