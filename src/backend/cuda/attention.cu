@@ -8,10 +8,9 @@
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
 // and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 256)) of the
 // grid's num_splits (256, or TESSERA_ATTN_SPLIT_KEYS; the CTAs past them return at once;
-// one split writes out directly). Split s
-// covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up
-// to a step; its (acc, m, l) go to a workspace,
-// and the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
+// one split writes out directly). Split s covers keys [first + s*len, first + (s+1)*len),
+// len = ceil(visible / splits) rounded up to a step; its (acc, m, l) go to a workspace, and
+// the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
 //   M = max_s m_s,  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 //
 // Grid (token, KV head x head chunk, split), 4 warps per CTA. A CTA holds up to R (8 or 16) query

@@ -77,12 +77,13 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 // sliding_window + 1 (at least 0) under a window, else 0.
 //
 // Split-KV on tensor cores: grid (num_tokens, num_kv_heads x ceil(G / 8 or 16), num_splits),
-// one CTA per token, KV head (all its G query heads at once) and key range; split s covers
-// keys [first + s*len, first + (s+1)*len), len = ceil(visible / num_splits) rounded up to
+// one CTA per token, KV head (all its G query heads at once) and key range. A token uses
+// splits = min(num_splits, ceil(visible / 256)) of them (the rest return at once); split s
+// covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up to
 // 2048 / head_dim, computed on the device, so a CUDA graph captured at a fixed num_tokens and
-// num_splits stays valid as contexts grow. num_splits == 1 writes out directly; else the
-// partials go to workspace and the last CTA of each (token, head group) to finish merges
-// them. No host sync, no allocation.
+// num_splits stays valid as contexts grow. One split writes out directly; else the partials
+// go to workspace and the last CTA of each (token, head group) to finish merges them. No
+// host sync, no allocation.
 //   head_dim: 64, 128 or 256 (aborts otherwise); any G = num_heads / num_kv_heads.
 //   block_size: any (a power of two is faster); q, out, caches and workspace 16-byte aligned.
 
@@ -100,8 +101,6 @@ int attention_num_splits(int64_t num_tokens, int64_t num_kv_heads, int num_sms, 
 // head_dim], m and l [num_tokens, num_heads, num_splits]. Grows with each argument, so one
 // workspace sized for the largest call serves every smaller one. Zero it once after
 // allocating it: every call leaves the counts at zero again, and only the counts must be.
-// (Counts placed after the partials moved with the call's shape, onto memory an earlier
-// call of another shape had filled with partials.)
 constexpr int64_t kAttentionSplitMaxTokens = 2048;  // more tokens: one split
 size_t attention_split_counts_bytes(int64_t num_heads);
 size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int num_splits);
@@ -116,8 +115,9 @@ size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t 
 // tokens) per tile, at most attention_plan_ints(num_tokens) ints in all. head_dim 64 and 128
 // with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64; 0: as
 // TESSERA_PREFILL_ROWS (64 or 128) says, else 128 unless the step's 128-row tiles give
-// fewer than two CTAs (tile x KV head) per SM of num_sms, then 64 (no num_sms: 128). Point AttentionMetadata::plan at a device copy and copy the
-// counts and tile_rows into it (or leave plan null when prefill_tiles == 0).
+// fewer than two CTAs (tile x KV head) per SM of num_sms, then 64 (no num_sms: 128). Point
+// AttentionMetadata::plan at a device copy and copy the counts and tile_rows into it (or
+// leave plan null when prefill_tiles == 0).
 struct AttentionPlanCounts {
   int32_t decode_tokens = 0;
   int32_t prefill_tiles = 0;
@@ -133,8 +133,8 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
 // split past kAttentionSplitMaxTokens tokens); workspace: at least
 // attention_workspace_bytes(num_tokens, num_heads, head_dim, num_splits) bytes, zeroed once
 // and shared by any number of calls (one stream at a time), unused (may be null) with one
-// split. With a plan, num_splits and the workspace serve
-// its decode tokens (indexed by token as without one).
+// split. With a plan, num_splits and the workspace serve its decode tokens (indexed by token
+// as without one).
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
 
