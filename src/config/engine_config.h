@@ -21,6 +21,10 @@ struct EngineConfig {
   int32_t max_num_batched_tokens = 2048;    // --max-num-batched-tokens
   bool enable_prefix_caching = true;        // --enable-prefix-caching / --no-enable-prefix-caching
   bool enable_chunked_prefill = true;       // --enable-chunked-prefill / --no-enable-chunked-prefill
+  // --async-scheduling / --no-async-scheduling: with a device runner whose sampled tokens
+  // stay on the device, step N+1 is scheduled and queued before step N's tokens reach the
+  // host (Scheduler::schedule's look_ahead), so the device never waits for the host.
+  bool async_scheduling = true;
   std::optional<uint64_t> seed;             // --seed: default seed of requests without one
 };
 

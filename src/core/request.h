@@ -46,6 +46,9 @@ struct Request {
 
   RequestStatus status = RequestStatus::kWaiting;
   int32_t num_computed_tokens = 0;   // tokens whose K/V is in the cache (or scheduled this step)
+  // Tokens sampled by launched steps and not appended yet (0 or 1 at scheduling time, 2
+  // while a look-ahead step runs behind the one that sampled the first).
+  int32_t num_pending_tokens = 0;
   int32_t num_cached_tokens = -1;    // prefix-cache hit at first admission (-1: not admitted yet)
   int32_t num_preemptions = 0;
   std::optional<int32_t> stop_reason;  // the stop token id that finished it, if any

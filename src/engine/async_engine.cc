@@ -129,17 +129,16 @@ void AsyncEngine::loop() {
       std::lock_guard lock(mu_);
       if (stop_) return;
     }
-    // No step is in flight here: admissions and aborts above touched no launched request.
-    // With a device runner the last step's outputs go out while the next step computes;
-    // a host runner computes in launch_step, so they go out first.
+    // A step may be in flight here (async scheduling): the engine drops its results for
+    // requests aborted above. With a device runner the last step's outputs go out while the
+    // next step computes; a host runner computes in launch_step, so they go out first.
     const bool launched = core_->has_unfinished() && core_->launch_step();
-    process(done, launched);
+    process(done);
     done.clear();
     if (launched) {
       done = core_->finish_step();
-      finish_deferred_stops();
       if (!core_->launches_async()) {
-        process(done, false);
+        process(done);
         done.clear();
       }
     }
@@ -260,20 +259,7 @@ void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, Comple
   if (a.open == 0) a.finished_time = t;
 }
 
-void AsyncEngine::finish_deferred_stops() {
-  for (DeferredStop& stop : deferred_stops_) {
-    Active& a = *stop.active;
-    core_->stop_request(a.ids[stop.child]);
-    finish_child(a, stop.child, RequestStatus::kFinishedStopped, &stop.delta);
-    std::vector<CompletionDelta> deltas;
-    deltas.push_back(std::move(stop.delta));
-    publish(a, &deltas, nullptr);
-    if (a.open == 0) active_.erase(a.stream->id());
-  }
-  deferred_stops_.clear();
-}
-
-void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs, bool step_running) {
+void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
   if (outputs.empty()) return;
   const double t = now_seconds();
   // Deltas grouped per stream, so each consumer wakes once per step.
@@ -316,11 +302,6 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs, bool ste
       if (a->last_token_time[c] > 0.0) itls.push_back(t - a->last_token_time[c]);
       a->last_token_time[c] = t;
       if (a->trackers[c].add(o, &d) && !is_finished(status)) {
-        if (step_running) {
-          // Finished once the running step is done; its later outputs are dropped then.
-          deferred_stops_.push_back({a, c, std::move(d)});
-          continue;
-        }
         core_->stop_request(o.id);
         status = RequestStatus::kFinishedStopped;
       }

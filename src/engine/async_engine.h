@@ -1,6 +1,6 @@
 // AsyncEngine: the engine on its own thread, for servers. Callers on any thread add
 // requests and get a RequestStream back; the engine thread takes new requests and aborts
-// between steps (so an abort frees its blocks before the next step runs), steps, and pushes
+// between steps (so an abort frees its blocks before the next step is scheduled), steps, and pushes
 // each completion's new tokens and text to its stream while the next step runs
 // (EngineCoreBase::launch_step / finish_step). n > 1 runs n child requests that share
 // the prompt's KV blocks through the prefix cache.
@@ -65,11 +65,9 @@ class AsyncEngine {
   void loop();
   void admit(Incoming in);
   void abort_now(uint64_t stream_id);
-  // A step's outputs. step_running: the next step is on the device, so a child that a stop
-  // string ends now is finished (and its last delta sent) once that step is done
-  // (finish_deferred_stops), as the engine may not stop a launched step's request.
-  void process(const std::vector<EngineStepOutput>& outputs, bool step_running);
-  void finish_deferred_stops();
+  // A step's outputs, while the next step may be running: a child that a stop string ends
+  // is stopped at once (the engine drops its results of steps in flight).
+  void process(const std::vector<EngineStepOutput>& outputs);
   // The child ended: its final delta and metrics (the stream ends in publish()).
   void finish_child(Active& a, size_t child, RequestStatus status, CompletionDelta* d);
   // Hands a step's news to the stream, with its end once every child has finished.
@@ -95,12 +93,6 @@ class AsyncEngine {
   // Engine thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
   std::unordered_map<RequestId, std::pair<Active*, size_t>> child_of_;
-  struct DeferredStop {
-    Active* active;
-    size_t child;
-    CompletionDelta delta;  // its text up to the stop string
-  };
-  std::vector<DeferredStop> deferred_stops_;
   uint64_t next_request_ = 1;
 
   std::thread thread_;

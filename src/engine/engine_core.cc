@@ -132,27 +132,41 @@ std::vector<EngineStepOutput> EngineCore::step() {
 }
 
 bool EngineCore::launch_step() {
-  TESSERA_CHECK_MSG(!in_flight_, "launch_step: the last step was not finished");
+  if (in_flight_.empty()) launch(/*look_ahead=*/false);
+  return !in_flight_.empty();
+}
+
+void EngineCore::launch(bool look_ahead) {
   const double t0 = profile_.enabled ? now_ms() : 0.0;
-  SchedulerOutput out = scheduler_->schedule();
-  if (out.empty()) return false;
+  SchedulerOutput out = scheduler_->schedule(look_ahead);
+  look_ahead_stalled_ = out.look_ahead_stalled;
+  if (out.empty()) return;
   const double t1 = profile_.enabled ? now_ms() : 0.0;
   runner_->launch(out, [this](RequestId id) { return scheduler_->request(id); });
   if (profile_.enabled) {
-    if (profile_.last_end_ms >= 0) profile_.between_ms += t0 - profile_.last_end_ms;
+    if (profile_.last_end_ms >= 0 && !look_ahead) profile_.between_ms += t0 - profile_.last_end_ms;
     profile_.schedule_ms += t1 - t0;
     profile_.launch_end_ms = now_ms();
     profile_.execute_ms += profile_.launch_end_ms - t1;
   }
-  in_flight_ = std::move(out);
-  return true;
+  in_flight_.push_back(std::move(out));
 }
 
 std::vector<EngineStepOutput> EngineCore::finish_step() {
   std::vector<EngineStepOutput> outputs;
-  if (!in_flight_) return outputs;
-  const SchedulerOutput out = std::move(*in_flight_);
-  in_flight_.reset();
+  if (in_flight_.empty()) return outputs;
+  // Async scheduling: the next step goes to the device before this one's tokens come back,
+  // when they stay there for it. After a stalled look-ahead, the next step waits (and may
+  // preempt).
+  const double t0 = profile_.enabled ? now_ms() : 0.0;
+  if (in_flight_.size() == 1 && config_.async_scheduling && !look_ahead_stalled_ && runner_->launches_async() &&
+      runner_->tokens_stay_on_device()) {
+    launch(/*look_ahead=*/true);
+  } else {
+    look_ahead_stalled_ = false;
+  }
+  const SchedulerOutput out = std::move(in_flight_.front());
+  in_flight_.pop_front();
   const double t1 = profile_.enabled ? now_ms() : 0.0;
   std::vector<LogitsRows> rows;
   runner_->collect(&rows);
@@ -167,6 +181,13 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
     const LogitsRows& lr = rows[i];
     EngineStepOutput o;
     o.id = s.id;
+    if (r == nullptr || r->status != RequestStatus::kRunning) {  // finished while the step ran
+      if (s.samples) {
+        sampled.push_back(-1);  // dropped by update_from_output
+        pending.push_back(std::move(o));
+      }
+      continue;
+    }
     for (int32_t k = 0; k < lr.num_prompt_rows; ++k) {
       log_softmax(runner_->logits(lr.first_prompt_row + k), vocab, scratch_.data());
       const int32_t token = r->prompt_token_ids[lr.prompt_position + k];
@@ -196,6 +217,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   }
   const std::vector<StepResult> results = scheduler_->update_from_output(out, sampled);
   for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].dropped) continue;
     EngineStepOutput& o = pending[i];
     if (results[i].token >= 0) o.new_token = results[i].token;
     o.status = results[i].status;
@@ -204,7 +226,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   }
   if (profile_.enabled) {
     const double t3 = now_ms();
-    profile_.overlap_ms += t1 - profile_.launch_end_ms;
+    profile_.overlap_ms += t0 - profile_.launch_end_ms;
     profile_.execute_ms += t2 - t1;
     profile_.update_ms += t3 - t2;
     profile_.steps += 1;

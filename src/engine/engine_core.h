@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,15 +49,18 @@ class EngineCoreBase {
   // than max_model_len, sampling parameters) and queues it. Its id must be new.
   virtual Status add_request(std::unique_ptr<Request> request) = 0;
   // Aborts now: frees its blocks; it reports nothing more. False when unknown or finished.
+  // Any time, steps in flight included: their results for it are dropped.
   virtual bool abort_request(RequestId id) = 0;
-  // Finishes a request for a stop string the caller found (frees its blocks).
+  // Finishes a request for a stop string the caller found (frees its blocks); any time, as
+  // abort_request.
   virtual bool stop_request(RequestId id) = 0;
   virtual std::vector<EngineStepOutput> step() = 0;
   // step() in two halves, so that the caller's work (its outputs of the step before) overlaps
   // the device's: launch_step schedules a step and queues it (false when there was nothing
-  // to run), finish_step waits for it and returns what step() would. Until finish_step the
-  // caller must not stop, abort or take the launched step's requests. By default the whole
-  // step runs in launch_step.
+  // to run; true when a step is in flight already), finish_step waits for the oldest step
+  // and returns what step() would. An engine may launch the next step inside finish_step,
+  // before it waits (async scheduling), so a step can be in flight after it returns. By
+  // default the whole step runs in launch_step.
   virtual bool launch_step() {
     launched_ = step();
     return true;
@@ -65,6 +69,7 @@ class EngineCoreBase {
   // Whether launch_step returns while the step computes (else work between the halves only
   // delays the step's outputs).
   virtual bool launches_async() const { return false; }
+  // Requests to run, or a step in flight.
   virtual bool has_unfinished() const = 0;
   // A finished request, handed back once.
   virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
@@ -96,7 +101,7 @@ class EngineCore : public EngineCoreBase {
   bool launch_step() override;
   std::vector<EngineStepOutput> finish_step() override;
   bool launches_async() const override { return runner_->launches_async(); }
-  bool has_unfinished() const override { return scheduler_->has_unfinished(); }
+  bool has_unfinished() const override { return scheduler_->has_unfinished() || !in_flight_.empty(); }
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;
   int32_t max_model_len() const override { return plan_.max_model_len; }
@@ -115,7 +120,11 @@ class EngineCore : public EngineCoreBase {
   std::unordered_map<RequestId, Sampler> samplers_;
   std::mt19937_64 seed_source_;
   std::vector<float> scratch_;  // [vocab] processed logits / logprobs
-  std::optional<SchedulerOutput> in_flight_;  // the step between launch_step and finish_step
+  // Launched steps, oldest first: one, or two while a look-ahead step runs behind.
+  std::deque<SchedulerOutput> in_flight_;
+  bool look_ahead_stalled_ = false;  // the last look-ahead ran out of blocks: next step without
+  // Schedules and queues a step (look_ahead: behind the one in flight).
+  void launch(bool look_ahead);
 
   // TESSERA_ENGINE_PROFILE=1: where each step's host time goes (printed when the engine
   // ends): scheduling, the runner, sampling and the scheduler's update, the time between

@@ -18,6 +18,7 @@ EngineConfig engine_config_from(const EngineArgs& args) {
   config.max_num_batched_tokens = args.max_num_batched_tokens;
   config.enable_prefix_caching = args.enable_prefix_caching;
   config.enable_chunked_prefill = args.enable_chunked_prefill;
+  config.async_scheduling = args.async_scheduling;
   config.seed = args.seed;
   return config;
 }

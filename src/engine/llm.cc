@@ -171,9 +171,9 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
     if (open_children[i] == 0) ++finished_prompts;
   }
   int64_t out_tokens = 0;
-  // Each step's outputs are processed while the next step runs (EngineCoreBase::launch_step):
-  // a stop string found then finishes its request once that step is done, and the request's
-  // token from that step is dropped.
+  // With a device runner each step's outputs are processed while the next step runs
+  // (EngineCoreBase::launch_step): a stop string found then stops its request at once, and
+  // the engine drops the request's results of steps in flight.
   std::vector<EngineStepOutput> step;
   double step_time = 0.0;
   auto finish_child = [&](Impl::Child& c, RequestStatus status, std::unique_ptr<Request> req, CompletionDelta* d) {
@@ -193,10 +193,7 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
       ++finished_prompts;
     }
   };
-  while (true) {
-    const bool launched =
-        finished_children < children.size() && m.engine->has_unfinished() && m.engine->launch_step();
-    std::vector<RequestId> stopped;  // stop strings found while the launched step runs
+  auto process = [&] {
     for (const EngineStepOutput& o : step) {
       auto it = child_of.find(o.id);
       if (it == child_of.end()) continue;
@@ -208,7 +205,6 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
         res.prompt_logprobs.insert(res.prompt_logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
       }
       RequestStatus status = o.status;
-      bool stop_later = false;
       if (o.new_token) {
         ++out_tokens;
         if (!c.first_token_seen) {
@@ -224,37 +220,30 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
         CompletionDelta d;
         if (c.tracker->add(o, &d) && !is_finished(status)) {
           status = RequestStatus::kFinishedStopped;
-          if (launched) {
-            stopped.push_back(o.id);  // in the running step: finished once it is done
-            stop_later = true;
-          } else {
-            m.engine->stop_request(o.id);
-          }
+          m.engine->stop_request(o.id);
         }
         c.out.text += d.text;
       }
       if (!is_finished(status)) continue;
       CompletionDelta d;
-      finish_child(c, status, stop_later ? nullptr : m.engine->take_finished(o.id), &d);
+      finish_child(c, status, m.engine->take_finished(o.id), &d);
     }
     if (!step.empty()) bar.update(finished_prompts, in_tokens, out_tokens, false);
-    if (!launched) {
-      if (step.empty()) break;
-      step.clear();
-      continue;
-    }
+    step.clear();
+  };
+  const bool overlap = m.engine->launches_async();
+  while (finished_children < children.size() && m.engine->has_unfinished() && m.engine->launch_step()) {
+    if (overlap) process();  // the step before's outputs, while this one runs
     step = m.engine->finish_step();
     step_time = now_seconds();
     const EngineStats es = m.engine->stats();
     m.stats.peak_kv_blocks_used = std::max<int64_t>(m.stats.peak_kv_blocks_used,
                                                     static_cast<int64_t>(es.kv_cache_usage * m.stats.num_kv_blocks + 0.5));
-    for (RequestId id : stopped) {
-      m.engine->stop_request(id);
-      std::unique_ptr<Request> req = m.engine->take_finished(id);
-      Impl::Child& c = children[child_of.at(id)];
-      if (req && c.index == 0) results[c.prompt_idx].num_cached_tokens = std::max(0, req->num_cached_tokens);
-    }
+    if (!overlap) process();
   }
+  process();
+  // A look-ahead step may still run for requests that have finished: its results are dropped.
+  while (m.engine->has_unfinished() && m.engine->launch_step()) m.engine->finish_step();
   bar.update(finished_prompts, in_tokens, out_tokens, true);
   for (auto& c : children) results[c.prompt_idx].outputs.push_back(std::move(c.out));
   for (auto& r : results) {

@@ -43,6 +43,11 @@ class ModelRunner {
   // Whether launch returns before the step is done (a device runner), so that work between
   // launch and collect overlaps the step; host runners compute in launch.
   virtual bool launches_async() const { return false; }
+  // Whether every token the last launched step samples is sampled where the step ran, with
+  // no logits row for the host: then the next step may be launched before collect
+  // (async scheduling), its input_pending tokens taken from the step before on the device.
+  // collect then returns the older step's rows. At most two steps are in flight.
+  virtual bool tokens_stay_on_device() const { return false; }
   // Logits row `row` of the last step, [vocab_size] fp32 in host memory.
   virtual const float* logits(int32_t row) const = 0;
   virtual int64_t vocab_size() const = 0;

@@ -39,7 +39,6 @@ std::optional<std::vector<BlockId>> KvCacheManager::allocate_slots(RequestId id,
                                                                     ExtraKeys extra_keys) {
   TESSERA_CHECK(num_new_tokens >= 0 && num_computed_tokens >= 0);
   const int64_t total_tokens = int64_t{num_computed_tokens} + num_new_tokens;
-  TESSERA_CHECK(static_cast<int64_t>(tokens.size()) >= total_tokens);
   RequestBlocks& r = requests_[id];
   const int32_t have = static_cast<int32_t>(r.blocks.size() + computed.blocks.size());
   const int32_t num_new_blocks = std::max(0, blocks_for(total_tokens) - have);
@@ -57,8 +56,9 @@ std::optional<std::vector<BlockId>> KvCacheManager::allocate_slots(RequestId id,
   r.blocks.insert(r.blocks.end(), fresh.begin(), fresh.end());
 
   if (enable_caching_) {
-    // Cache every block these tokens fill.
-    const int32_t num_full = static_cast<int32_t>(total_tokens / block_size_);
+    // Cache every block these tokens fill, as far as its tokens are known (a look-ahead
+    // step's input is still on the device: a later call caches its block).
+    const int32_t num_full = static_cast<int32_t>(std::min<int64_t>(total_tokens, static_cast<int64_t>(tokens.size())) / block_size_);
     if (num_full > r.num_cached_blocks) {
       extend_block_hashes(tokens.first(static_cast<size_t>(num_full) * block_size_), block_size_, extra_keys, &r.hashes);
       for (int32_t i = r.num_cached_blocks; i < num_full; ++i) pool_.cache_block(r.blocks[i], r.hashes[i]);

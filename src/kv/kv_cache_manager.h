@@ -39,8 +39,9 @@ class KvCacheManager {
 
   // Makes room for num_new_tokens more tokens after num_computed_tokens (which include
   // `computed`, the prefix found by get_computed_blocks for a request being admitted; empty
-  // otherwise). tokens: every token known for the request (prompt + output so far), at
-  // least num_computed_tokens + num_new_tokens of them. Returns the newly allocated blocks,
+  // otherwise). tokens: every token known for the request (prompt + output so far); in a
+  // look-ahead step the last new token is not known yet (it is still on the device), and
+  // blocks are cached only as far as tokens are known. Returns the newly allocated blocks,
   // or nullopt (nothing changed) when the free blocks cannot cover them.
   std::optional<std::vector<BlockId>> allocate_slots(RequestId id, std::span<const int32_t> tokens,
                                                      int32_t num_computed_tokens, int32_t num_new_tokens,

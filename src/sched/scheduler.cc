@@ -42,16 +42,17 @@ void Scheduler::preempt(Request* r) {
   kv_.free(r->id);
   r->status = RequestStatus::kWaiting;
   r->num_computed_tokens = 0;
+  r->num_pending_tokens = 0;  // no step is in flight: at most this step's, now taken back
   ++r->num_preemptions;
   ++num_preemptions_;
   running_.erase(std::find(running_.begin(), running_.end(), r));
   insert_waiting(r);
 }
 
-SchedulerOutput Scheduler::schedule() {
+SchedulerOutput Scheduler::schedule(bool look_ahead) {
   SchedulerOutput out;
   int32_t budget = config_.max_num_batched_tokens;
-  auto emit = [&](Request* r, int32_t n) {
+  auto emit = [&](Request* r, int32_t n, bool input_pending) {
     ScheduledRequest s;
     s.id = r->id;
     s.num_computed_tokens = r->num_computed_tokens;
@@ -59,7 +60,9 @@ SchedulerOutput Scheduler::schedule() {
     const std::span<const BlockId> blocks = kv_.blocks(r->id);
     s.block_ids.resize(blocks.size());  // one allocation per request and step
     for (size_t i = 0; i < blocks.size(); ++i) s.block_ids[i] = blocks[i].value;
-    s.samples = r->num_computed_tokens + n == r->num_tokens();
+    s.input_pending = input_pending;
+    s.samples = r->num_computed_tokens + n == r->num_tokens() + (input_pending ? 1 : 0);
+    if (s.samples) ++r->num_pending_tokens;
     out.requests.push_back(std::move(s));
     out.total_num_scheduled_tokens += n;
     r->num_computed_tokens += n;
@@ -70,7 +73,16 @@ SchedulerOutput Scheduler::schedule() {
   std::vector<Request*> scheduled;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int32_t n = std::min(r->num_tokens() - r->num_computed_tokens, budget);
+    // A token sampled by the step in flight: decode it, unless it ends the request for length.
+    const bool pending = r->num_pending_tokens > 0;
+    if (pending) {
+      TESSERA_CHECK(look_ahead && r->num_pending_tokens == 1 && r->num_computed_tokens == r->num_tokens());
+      if (r->num_output_tokens() + 1 >= r->params.max_tokens || r->num_tokens() + 1 >= config_.max_model_len) {
+        ++i;
+        continue;
+      }
+    }
+    const int32_t n = pending ? 1 : std::min(r->num_tokens() - r->num_computed_tokens, budget);
     if (n <= 0) {
       ++i;
       continue;
@@ -79,6 +91,12 @@ SchedulerOutput Scheduler::schedule() {
     while (true) {
       if (kv_.allocate_slots(r->id, r->all_token_ids, r->num_computed_tokens, n, {}, r->cache_keys)) {
         fits = true;
+        break;
+      }
+      // Look-ahead steps never preempt (the step in flight holds the victims' results):
+      // this one ends here, and the next is scheduled after the step in flight.
+      if (look_ahead) {
+        out.look_ahead_stalled = true;
         break;
       }
       // Out of blocks: preempt the lowest-priority, newest running request.
@@ -98,14 +116,15 @@ SchedulerOutput Scheduler::schedule() {
       if (victim_idx < i) --i;
       if (self) break;
     }
+    if (out.look_ahead_stalled) break;
     if (!fits) continue;  // r itself was preempted; running_[i] is now the next request
-    emit(r, n);
+    emit(r, n, pending);
     scheduled.push_back(r);
     ++i;
   }
 
   // 2. Waiting requests, unless this step had to preempt (no room to grow).
-  if (out.preempted.empty()) {
+  if (out.preempted.empty() && !out.look_ahead_stalled) {
     while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
       Request* r = waiting_.front();
       // Prompt logprobs need logits at every prompt position: no cached prefix for them.
@@ -128,7 +147,7 @@ SchedulerOutput Scheduler::schedule() {
             std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
       }
       running_.push_back(r);
-      emit(r, n);
+      emit(r, n, false);
     }
   }
   return out;
@@ -163,9 +182,12 @@ std::vector<StepResult> Scheduler::update_from_output(const SchedulerOutput& out
     const int32_t token = sampled[next++];
     auto it = requests_.find(s.id);
     StepResult res{s.id, -1, RequestStatus::kFinishedAborted};
-    // Aborted while the step ran: nothing to append.
-    if (it != requests_.end() && it->second->status == RequestStatus::kRunning) {
+    // Finished while the step ran (aborted, stopped, or ended by the step before): its
+    // token is dropped.
+    res.dropped = it == requests_.end() || it->second->status != RequestStatus::kRunning;
+    if (!res.dropped) {
       Request* r = it->second.get();
+      --r->num_pending_tokens;
       r->append_output_token(token);
       res.token = token;
       if (check_stop(r, token)) {

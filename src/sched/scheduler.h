@@ -30,6 +30,7 @@ struct StepResult {
   RequestId id;
   int32_t token = -1;  // -1: no token this step (prefill chunk, or aborted)
   RequestStatus status = RequestStatus::kRunning;
+  bool dropped = false;  // the request had finished before this step's results came: no output
 };
 
 class Scheduler {
@@ -42,12 +43,16 @@ class Scheduler {
   // Queues a validated request (prompt non-empty and shorter than max_model_len).
   void add_request(std::unique_ptr<Request> request);
 
-  // Decides the next step; requests' num_computed_tokens advance as scheduled.
-  SchedulerOutput schedule();
+  // Decides the next step; requests' num_computed_tokens advance as scheduled. look_ahead:
+  // a step is in flight whose sampled tokens stay on the device; requests that sample in
+  // it decode those tokens (ScheduledRequest::input_pending) unless that token ends them
+  // for length. Look-ahead never preempts: out of blocks, it stops (look_ahead_stalled).
+  SchedulerOutput schedule(bool look_ahead = false);
 
   // Applies the step's sampled tokens: sampled[i] is the token of the i-th scheduled request
   // with samples == true. Appends them, checks stop conditions, frees finished requests'
-  // blocks. Returns one result per sampled request, in order.
+  // blocks. Returns one result per sampled request, in order (dropped for a request that
+  // finished while the step ran).
   std::vector<StepResult> update_from_output(const SchedulerOutput& out, std::span<const int32_t> sampled);
 
   // Finishes a request now (abort, or a stop string found by the output processor) and

@@ -22,6 +22,11 @@ using SamplingRow = tessera::SamplingRow;
 void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRow* rows, int32_t* next,
                  cudaStream_t stream);
 
+// Async scheduling: token_ids[pairs[2i]] = sampled[pairs[2i + 1]] for i < n, so that a step
+// decodes the tokens the step before sampled without their trip through the host.
+void feed_sampled_tokens(int32_t* token_ids, const int32_t* sampled, const int32_t* pairs, int64_t n,
+                         cudaStream_t stream);
+
 // Largest k top_logprobs fills; further columns get id -1 and logprob -inf.
 constexpr int kMaxTopLogprobs = 32;
 

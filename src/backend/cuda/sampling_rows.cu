@@ -415,7 +415,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+__global__ void feed_sampled_tokens_kernel(int32_t* __restrict__ token_ids, const int32_t* __restrict__ sampled,
+                                           const int32_t* __restrict__ pairs, int64_t n) {
+  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i < n) token_ids[pairs[2 * i]] = sampled[pairs[2 * i + 1]];
+}
+
 }  // namespace
+
+void feed_sampled_tokens(int32_t* token_ids, const int32_t* sampled, const int32_t* pairs, int64_t n,
+                         cudaStream_t stream) {
+  if (n <= 0) return;
+  constexpr int kBlock = 256;
+  feed_sampled_tokens_kernel<<<static_cast<unsigned>((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+      token_ids, sampled, pairs, n);
+}
 
 void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRow* rows, int32_t* next,
                  cudaStream_t stream) {

@@ -27,9 +27,9 @@ void CudaModelRunner::Profile::report() const {
     const double n = static_cast<double>(s.steps);
     std::fprintf(stderr,
                  "tessera: CUDA profile, %s steps: %lld; per step: host planning %.3f ms, enqueue %.3f ms, device "
-                 "%.3f ms, host wait %.3f ms, outside the runner %.3f ms\n",
+                 "%.3f ms, host wait %.3f ms, device idle before it %.3f ms\n",
                  name, static_cast<long long>(s.steps), s.plan_ms / n, s.enqueue_ms / n, s.device_ms / n, s.wait_ms / n,
-                 s.outside_ms / n);
+                 s.idle_ms / n);
   }
 }
 
@@ -38,16 +38,19 @@ CudaModelRunner::~CudaModelRunner() {
     op_timer_->report(stderr);
     model_->set_timer(nullptr);
   }
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (profile_.enabled) {
     profile_.report();
-    cudaEventDestroy(profile_.begin);
-    cudaEventDestroy(profile_.end);
+    for (int i = 0; i < Profile::kEvents; ++i) {
+      cudaEventDestroy(profile_.begin[i]);
+      cudaEventDestroy(profile_.end[i]);
+    }
+  }
+  for (cudaEvent_t e : step_done_) {
+    if (e != nullptr) cudaEventDestroy(e);
   }
   for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
-  if (stream_ != nullptr) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
@@ -94,12 +97,18 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   l.logits_indices = 3 * t;
   l.slot_mapping = 4 * t;  // int64: two int32 slots each, 8-byte aligned (t is counted in int32s)
   l.indptr = 6 * t;
-  l.block_ids = (l.indptr + seqs + 2 + 31) / 32 * 32;  // + the padding sequence of graph batches
+  l.pending = l.indptr + seqs + 2;  // + the padding sequence of graph batches; then 2 ints per sequence
+  l.block_ids = (l.pending + 2 * seqs + 31) / 32 * 32;
   l.capacity = l.block_ids + seqs * blocks_per_seq + 1;
   // [prefill attention plan] the last attention_plan_ints(max_tokens) ints: plan_attention's
   // tiles of prefill runs (filled in run).
   l.capacity += attention_plan_ints(r->max_tokens_);
-  if (Status s = r->host_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
+  for (int set = 0; set < 2; ++set) {
+    if (Status s = r->host_in_[set].allocate(l.capacity, "step inputs"); !s.ok()) return s;
+    if (Status s = r->host_sampling_[set].allocate(t, "sampling parameters"); !s.ok()) return s;
+    if (Status s = r->host_next_[set].allocate(t, "sampled tokens"); !s.ok()) return s;
+    TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&r->step_done_[set], cudaEventDisableTiming), "cudaEventCreate");
+  }
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
   // The largest attention workspace any token count up to the budget asks for.
   size_t workspace = 0;
@@ -112,19 +121,19 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     return s;
   }
   if (Status s = r->dev_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
-  if (Status s = r->host_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
   if (Status s = r->dev_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
   if (const char* p = std::getenv("TESSERA_CUDA_PROFILE"); p != nullptr && *p != '\0' && *p != '0') {
     r->profile_.enabled = true;
-    TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.begin), "cudaEventCreate");
-    TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.end), "cudaEventCreate");
+    for (int i = 0; i < Profile::kEvents; ++i) {
+      TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.begin[i]), "cudaEventCreate");
+      TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.end[i]), "cudaEventCreate");
+    }
     if (std::string(p) == "ops") {  // per-op times need eager steps
       r->op_timer_ = std::make_unique<OpTimer>();
       r->model_->set_timer(r->op_timer_.get());
       r->use_graphs_ = false;
     }
   }
-  if (Status s = r->host_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
   return r;
 }
 
@@ -141,10 +150,10 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
   return cuda_status(cudaMemsetAsync(kv_.storage.get(), 0, kv_.storage.size() * sizeof(bf16), stream_), "KV cache");
 }
 
-bool CudaModelRunner::samples_on_device(const Request& r) {
+bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
   return p.logprobs == 0 && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
-         p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f && r.num_output_tokens() >= p.min_tokens;
+         p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f && r.num_output_tokens() + num_pending >= p.min_tokens;
 }
 
 void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
@@ -164,30 +173,49 @@ void CudaModelRunner::collect(std::vector<LogitsRows>* rows) {
 }
 
 Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup) {
-  Launched& st = launched_;
-  st = Launched{};
+  TESSERA_CHECK_MSG(launched_.size() < 2, "at most two CUDA steps in flight");
+  // A step planned behind another uses the other set of host buffers: the first one's
+  // copies may not have run yet.
+  cur_ = static_cast<int>(num_launched_ % 2);
+  Launched& st = launched_.emplace_back();
+  st.slot = cur_;
+  st.seq = num_launched_++;
+  last_tokens_on_device_ = false;
   st.t_start = profile_.enabled ? now_ms() : 0.0;
   std::vector<LogitsRows>* rows = &st.rows;
   rows->assign(out.requests.size(), LogitsRows{});
-  int32_t* in = host_in_.get();
+  int32_t* in = host_in_[cur_].get();
+  SamplingRow* sampling = host_sampling_[cur_].get();
   const Layout& l = layout_;
   int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
   std::vector<int32_t> logits_indices;
   std::vector<bool>& host_row = st.host_row;
-  int32_t num_tokens = 0, num_block_ids = 0;
+  int32_t num_tokens = 0, num_block_ids = 0, num_pending = 0;
   const int64_t block_size = kv_.block_size;
+  std::unordered_map<RequestId, int32_t> device_rows;  // this step's device-sampled rows
+  device_rows.reserve(out.requests.size());
   in[l.indptr] = 0;
   for (size_t i = 0; i < out.requests.size(); ++i) {
     const ScheduledRequest& s = out.requests[i];
     const Request* r = lookup(s.id);
     TESSERA_CHECK(r != nullptr);
     const int32_t start = s.num_computed_tokens, n = s.num_scheduled_tokens;
-    TESSERA_CHECK(start + n <= r->num_tokens());
+    const int32_t pending = s.input_pending ? 1 : 0;
+    TESSERA_CHECK(start + n <= r->num_tokens() + pending);
     TESSERA_CHECK(num_tokens + n <= max_tokens_);
     TESSERA_CHECK(l.block_ids + num_block_ids + s.block_ids.size() < l.capacity);
     for (int32_t k = 0; k < n; ++k) {
       const int32_t pos = start + k;
-      in[l.token_ids + num_tokens + k] = r->all_token_ids[pos];
+      if (pos < r->num_tokens()) {
+        in[l.token_ids + num_tokens + k] = r->all_token_ids[pos];
+      } else {  // sampled by the step in flight: copied from its row on the device
+        auto row = sample_row_of_.find(s.id);
+        TESSERA_CHECK_MSG(row != sample_row_of_.end(), "a pending input the step before did not sample on the device");
+        in[l.token_ids + num_tokens + k] = 0;
+        in[l.pending + 2 * num_pending] = num_tokens + k;
+        in[l.pending + 2 * num_pending + 1] = row->second;
+        ++num_pending;
+      }
       in[l.positions + num_tokens + k] = pos;
       in[l.token_seq + num_tokens + k] = static_cast<int32_t>(i);
       slots[num_tokens + k] = int64_t{s.block_ids[pos / block_size]} * block_size + pos % block_size;
@@ -200,18 +228,20 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     plan_logits_rows(*r, s, num_tokens, &logits_indices, &lr);
     host_row.resize(logits_indices.size(), true);  // prompt-logprob rows: the host
     for (size_t k = rows_before; k < logits_indices.size(); ++k) {
-      host_sampling_[k] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy: harmless for host rows
+      sampling[k] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy: harmless for host rows
     }
-    if (lr.sample_row >= 0 && samples_on_device(*r)) {
+    if (lr.sample_row >= 0 && samples_on_device(*r, pending)) {
       host_row[lr.sample_row] = false;
+      device_rows.emplace(s.id, lr.sample_row);
       // Keyed by the request's seed and its output length: its draws do not depend on the batch.
-      host_sampling_[lr.sample_row] = make_sampling_row(r->params, r->sampling_seed,
-                                                        static_cast<uint64_t>(r->num_output_tokens()));
+      sampling[lr.sample_row] = make_sampling_row(r->params, r->sampling_seed,
+                                                  static_cast<uint64_t>(r->num_output_tokens() + pending));
     }
     num_tokens += n;
   }
   const int64_t num_rows = static_cast<int64_t>(logits_indices.size());
   std::copy(logits_indices.begin(), logits_indices.end(), in + l.logits_indices);
+  sample_row_of_ = std::move(device_rows);
   if (num_tokens == 0) return Status();
 
   // A decode step (one token per request, each sampling) replays a graph of the next bucket
@@ -228,9 +258,10 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   }
 
   st.t_planned = profile_.enabled ? now_ms() : 0.0;
-  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin, stream_), "profile");
+  const int ev = static_cast<int>(st.seq % Profile::kEvents);
+  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin[ev], stream_), "profile");
   if (op_timer_) op_timer_->start(stream_);
-  TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(),
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), sampling,
                                    std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
                                    cudaMemcpyHostToDevice, stream_),
                    "sampling parameters");
@@ -238,6 +269,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                    stream_),
                    "step inputs");
+  feed_sampled_tokens(dev + l.token_ids, dev_next_.get(), dev + l.pending, num_pending, stream_);
   CudaStep step = device_step(launch_tokens);
   // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
   // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
@@ -285,42 +317,53 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
                        "logits");
     }
   }
-  TESSERA_CUDA_TRY(cudaMemcpyAsync(host_next_.get(), dev_next_.get(), num_rows * sizeof(int32_t),
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(host_next_[cur_].get(), dev_next_.get(), num_rows * sizeof(int32_t),
                                    cudaMemcpyDeviceToHost, stream_),
                    "sampled tokens");
+  TESSERA_CUDA_TRY(cudaEventRecord(step_done_[cur_], stream_), "step event");
   st.t_enqueued = profile_.enabled ? now_ms() : 0.0;
-  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.end, stream_), "profile");
+  if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.end[ev], stream_), "profile");
   st.queued = true;
+  // Per-op timing collects one step at a time: no step behind it.
+  last_tokens_on_device_ = !any_host && op_timer_ == nullptr;
   return Status();
 }
 
 Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
-  Launched& st = launched_;
+  TESSERA_CHECK_MSG(!launched_.empty(), "collect without a launched step");
+  Launched st = std::move(launched_.front());
+  launched_.pop_front();
   if (st.queued) {
-    TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "step");
+    TESSERA_CUDA_TRY(cudaEventSynchronize(step_done_[st.slot]), "step");
     if (profile_.enabled) {
       const double t_done = now_ms();
-      float device_ms = 0;
-      cudaEventElapsedTime(&device_ms, profile_.begin, profile_.end);
+      const int ev = static_cast<int>(st.seq % Profile::kEvents);
+      TESSERA_CUDA_TRY(cudaEventSynchronize(profile_.end[ev]), "profile");
+      float device_ms = 0, idle_ms = 0;
+      cudaEventElapsedTime(&device_ms, profile_.begin[ev], profile_.end[ev]);
+      // The device's idle time between the step before and this one (steps complete in order).
+      if (st.seq > 0 && profile_.last_seq == st.seq - 1) {
+        cudaEventElapsedTime(&idle_ms, profile_.end[(st.seq - 1) % Profile::kEvents], profile_.begin[ev]);
+      }
+      profile_.last_seq = st.seq;
       Profile::Sums& sums = st.bucket > 0 ? profile_.graph : profile_.eager;
       sums.steps += 1;
       sums.plan_ms += st.t_planned - st.t_start;
       sums.enqueue_ms += st.t_enqueued - st.t_planned;
       sums.device_ms += device_ms;
-      sums.wait_ms += t_done - st.t_enqueued;
-      if (profile_.last_end > 0) sums.outside_ms += st.t_start - profile_.last_end;
+      sums.wait_ms += std::max(0.0, t_done - st.t_enqueued);
+      sums.idle_ms += std::max(0.0f, idle_ms);
       if (op_timer_) op_timer_->collect(st.decode);
-      profile_.last_end = t_done;
     }
+    const int32_t* next = host_next_[st.slot].get();
     for (LogitsRows& lr : st.rows) {
       if (lr.sample_row >= 0 && !st.host_row[lr.sample_row]) {
-        lr.sampled_token = host_next_[lr.sample_row];
+        lr.sampled_token = next[lr.sample_row];
         lr.sample_row = -1;
       }
     }
   }
   *rows = std::move(st.rows);
-  st = Launched{};
   return Status();
 }
 
@@ -375,7 +418,8 @@ namespace tessera::cuda {
 
 Status CudaModelRunner::warm_up() {
   if (!use_graphs_) return Status();
-  int32_t* in = host_in_.get();
+  cur_ = 0;
+  int32_t* in = host_in_[cur_].get();
   const Layout& l = layout_;
   int32_t* dev = dev_in_.get();
   for (int64_t bucket : graph_buckets_) {
@@ -383,7 +427,7 @@ Status CudaModelRunner::warm_up() {
     // Padding tokens only.
     in[l.indptr] = 0;
     const int32_t num_block_ids = pad_to_bucket(0, bucket, 0, 0);
-    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_.get(), bucket * sizeof(SamplingRow),
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), host_sampling_[cur_].get(), bucket * sizeof(SamplingRow),
                                      cudaMemcpyHostToDevice, stream_),
                      "warm-up");
     TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t),
@@ -401,7 +445,7 @@ Status CudaModelRunner::warm_up() {
 namespace tessera::cuda {
 
 int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32_t pad_seq, int32_t num_block_ids) {
-  int32_t* in = host_in_.get();
+  int32_t* in = host_in_[cur_].get();
   const Layout& l = layout_;
   int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
   for (int64_t i = num_tokens; i < bucket; ++i) {
@@ -410,7 +454,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
     in[l.token_seq + i] = pad_seq;
     slots[i] = 0;
     in[l.logits_indices + i] = static_cast<int32_t>(i);
-    host_sampling_[i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
+    host_sampling_[cur_][i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
   }
   in[l.block_ids + num_block_ids] = 0;  // the padding sequence's table: the null block
   in[l.indptr + pad_seq + 1] = num_block_ids + 1;

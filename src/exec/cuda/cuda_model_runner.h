@@ -3,12 +3,16 @@
 // buffer, sends it in one copy, runs CudaModel over the device KV cache, samples on the
 // device the rows that need no host-side logits processing, and copies back only their
 // tokens plus the logits rows the host still has to process (penalties, logit bias,
-// min_tokens, logprobs).
+// min_tokens, logprobs). With async scheduling a second step is queued behind the first, its
+// pending input tokens copied on the device from the first step's samples; the host-side
+// step buffers come in two sets for it.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -40,6 +44,7 @@ class CudaModelRunner : public ModelRunner {
   void launch(const SchedulerOutput& out, const RequestLookup& lookup) override;
   void collect(std::vector<LogitsRows>* rows) override;
   bool launches_async() const override { return true; }
+  bool tokens_stay_on_device() const override { return last_tokens_on_device_; }
   const float* logits(int32_t row) const override {
     return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
   }
@@ -48,7 +53,8 @@ class CudaModelRunner : public ModelRunner {
   const CudaModel& model() const { return *model_; }
 
   // Whether a request's next token can be picked on the device (no host-side processing).
-  static bool samples_on_device(const Request& r);
+  // num_pending: its tokens sampled by steps in flight, not appended yet.
+  static bool samples_on_device(const Request& r, int32_t num_pending = 0);
 
  private:
   CudaModelRunner() = default;
@@ -61,9 +67,17 @@ class CudaModelRunner : public ModelRunner {
     bool queued = false;         // device work was queued (a step with tokens)
     int64_t bucket = 0;          // the graph bucket, 0 for an eager step
     bool decode = false;
+    int slot = 0;      // which set of host-side step buffers it used
+    int64_t seq = 0;   // launch count
     double t_start = 0, t_planned = 0, t_enqueued = 0;  // profile
   };
-  Launched launched_;
+  std::deque<Launched> launched_;  // oldest first, at most two
+  int64_t num_launched_ = 0;
+  int cur_ = 0;  // the buffer set of the step being planned
+  bool last_tokens_on_device_ = false;  // tokens_stay_on_device() of the last launch
+  // Rows of dev_next_ the last launched step sampled on the device, by request: where a
+  // look-ahead step's pending inputs are.
+  std::unordered_map<RequestId, int32_t> sample_row_of_;
   // The device work of one step over the inputs in dev_in_: forward, LM head and greedy
   // sampling of the first min(num_rows, max_logit_rows) rows (what a graph captures).
   Status forward_and_sample(const CudaStep& step, int64_t num_rows);
@@ -78,7 +92,7 @@ class CudaModelRunner : public ModelRunner {
   Status launch_graph(const CudaStep& step, int64_t bucket);
   // Offsets (in int32 elements) of the sections of the step-input buffer.
   struct Layout {
-    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, block_ids, capacity;
+    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, pending, block_ids, capacity;
   };
 
   std::unique_ptr<CudaModel> model_;
@@ -92,27 +106,29 @@ class CudaModelRunner : public ModelRunner {
   std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
   std::map<int64_t, cudaGraphExec_t> graphs_;     // by bucket, captured on first use
   Layout layout_{};
-  PinnedBuffer<int32_t> host_in_;   // step inputs, Layout sections
+  PinnedBuffer<int32_t> host_in_[2];  // step inputs, Layout sections; one set per step in flight
   DeviceBuffer<int32_t> dev_in_;
   CudaActivations act_;
   CudaKvCache kv_;
   DeviceBuffer<float> dev_logits_;  // [max_logit_rows, vocab]
-  PinnedBuffer<SamplingRow> host_sampling_;  // [max_tokens] parameters of each logits row
+  PinnedBuffer<SamplingRow> host_sampling_[2];  // [max_tokens] parameters of each logits row
   DeviceBuffer<SamplingRow> dev_sampling_;
   DeviceBuffer<int32_t> dev_next_;  // [max_tokens] the sampled token of every row
-  PinnedBuffer<int32_t> host_next_;
+  PinnedBuffer<int32_t> host_next_[2];
+  cudaEvent_t step_done_[2] = {nullptr, nullptr};  // per buffer set: its step's results are on the host
   std::vector<float> host_logits_;  // [rows, vocab]; only the rows the host processes are filled
 
-  // TESSERA_CUDA_PROFILE=1: where a step's time goes (host planning, device, outside the
-  // runner), averaged over decode-graph steps and other steps, printed to stderr.
+  // TESSERA_CUDA_PROFILE=1: where a step's time goes (host planning, device, the device's
+  // idle time before it), averaged over decode-graph steps and other steps, printed to stderr.
   struct Profile {
     bool enabled = false;
-    cudaEvent_t begin = nullptr, end = nullptr;
-    double last_end = 0;  // host clock when the previous step returned
+    static constexpr int kEvents = 4;  // by launch count: a step and the one before stay readable
+    cudaEvent_t begin[kEvents] = {}, end[kEvents] = {};
     struct Sums {
       int64_t steps = 0;
-      double plan_ms = 0, enqueue_ms = 0, device_ms = 0, wait_ms = 0, outside_ms = 0;
+      double plan_ms = 0, enqueue_ms = 0, device_ms = 0, wait_ms = 0, idle_ms = 0;
     } graph, eager;
+    int64_t last_seq = -1;  // launch count of the last profiled step
     void report() const;
   } profile_;
   std::unique_ptr<OpTimer> op_timer_;  // TESSERA_CUDA_PROFILE=ops (graphs off)
