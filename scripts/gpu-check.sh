@@ -131,7 +131,8 @@ if has serve8b; then
   T="$BIN/tessera"
   PORT=8011
   t0=$(date +%s%N)
-  "$T" serve "$MODEL8B" --port $PORT --max-model-len 4096 > "$LOG/serve8b.log" 2>&1 &
+  # SERVE_ARGS: more options for the server (e.g. --no-async-scheduling).
+  "$T" serve "$MODEL8B" --port $PORT --max-model-len 4096 ${SERVE_ARGS:-} > "$LOG/serve8b.log" 2>&1 &
   SERVER=$!
   until curl -sf "http://127.0.0.1:$PORT/health" > /dev/null; do
     kill -0 $SERVER 2> /dev/null || { echo "server died"; tail -20 "$LOG/serve8b.log"; break; }

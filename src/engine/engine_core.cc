@@ -159,6 +159,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   // when they stay there for it. After a stalled look-ahead, the next step waits (and may
   // preempt).
   const double t0 = profile_.enabled ? now_ms() : 0.0;
+  if (profile_.enabled) profile_.overlap_ms += t0 - profile_.launch_end_ms;
   if (in_flight_.size() == 1 && config_.async_scheduling && !look_ahead_stalled_ && runner_->launches_async() &&
       runner_->tokens_stay_on_device()) {
     launch(/*look_ahead=*/true);
@@ -226,7 +227,6 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   }
   if (profile_.enabled) {
     const double t3 = now_ms();
-    profile_.overlap_ms += t0 - profile_.launch_end_ms;
     profile_.execute_ms += t2 - t1;
     profile_.update_ms += t3 - t2;
     profile_.steps += 1;

@@ -334,6 +334,7 @@ Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
   Launched st = std::move(launched_.front());
   launched_.pop_front();
   if (st.queued) {
+    const double t_wait = profile_.enabled ? now_ms() : 0.0;
     TESSERA_CUDA_TRY(cudaEventSynchronize(step_done_[st.slot]), "step");
     if (profile_.enabled) {
       const double t_done = now_ms();
@@ -351,7 +352,7 @@ Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
       sums.plan_ms += st.t_planned - st.t_start;
       sums.enqueue_ms += st.t_enqueued - st.t_planned;
       sums.device_ms += device_ms;
-      sums.wait_ms += std::max(0.0, t_done - st.t_enqueued);
+      sums.wait_ms += t_done - t_wait;
       sums.idle_ms += std::max(0.0f, idle_ms);
       if (op_timer_) op_timer_->collect(st.decode);
     }
