@@ -31,7 +31,8 @@ struct EngineArgs {
   int32_t max_num_batched_tokens = 2048;
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  // Schedule step N+1 while step N runs on a device, its sampled tokens feeding N+1 there.
+  // Schedule step N+1 while step N runs on a device, its sampled tokens feeding N+1 there
+  // (tessera serve turns it off by default: arrivals wait one step longer).
   bool async_scheduling = true;
   std::optional<uint64_t> seed;  // default seed of requests without one
   bool disable_progress_bar = false;

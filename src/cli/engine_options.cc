@@ -25,7 +25,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", a->enable_chunked_prefill,
                 "Split long prompts over several steps (default on)");
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", a->async_scheduling,
-                "CUDA: schedule each step while the one before runs (default on)");
+                "CUDA: schedule each step while the one before runs (default: on offline, off for serve)");
   cmd->add_flag("--disable-progress-bar", a->disable_progress_bar, "No progress bar on stderr");
 }
 
