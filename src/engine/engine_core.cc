@@ -196,6 +196,10 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
     }
     if (lr.sampled_token >= 0) {  // sampled by the runner; needs nothing from the host
       sampled.push_back(lr.sampled_token);
+      if (lr.sampled_logprobs) {
+        o.new_logprobs = lr.sampled_logprobs;
+        o.new_token_logprob = lr.sampled_logprob;
+      }
       pending.push_back(std::move(o));
       continue;
     }

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/request.h"
 #include "sched/scheduler_output.h"
+#include "tessera/outputs.h"
 
 namespace tessera {
 
@@ -21,6 +23,10 @@ struct LogitsRows {
   int32_t prompt_position = 0;    // the prompt token predicted by the first prompt row
   int32_t sample_row = -1;        // -1: the request does not sample this step, or sampled_token is set
   int32_t sampled_token = -1;     // >= 0: sampled by the runner (device sampling); no logits row
+  // With sampled_token, when the request asked for logprobs: the top-k log-softmax entries
+  // of its raw logits (best first), plus the sampled token's when outside them.
+  std::optional<PositionLogprobs> sampled_logprobs;
+  float sampled_logprob = 0.0f;  // the sampled token's raw logprob (with sampled_logprobs)
 };
 
 class ModelRunner {

@@ -110,6 +110,17 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&r->step_done_[set], cudaEventDisableTiming), "cudaEventCreate");
   }
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
+  const size_t top = static_cast<size_t>(r->max_logit_rows_) * kMaxTopLogprobs;
+  if (Status s = r->dev_top_ids_.allocate(top, "logprobs"); !s.ok()) return s;
+  if (Status s = r->dev_top_lp_.allocate(top, "logprobs"); !s.ok()) return s;
+  if (Status s = r->dev_chosen_lp_.allocate(static_cast<size_t>(r->max_logit_rows_), "logprobs"); !s.ok()) return s;
+  for (int set = 0; set < 2; ++set) {
+    if (Status s = r->host_top_ids_[set].allocate(top, "logprobs"); !s.ok()) return s;
+    if (Status s = r->host_top_lp_[set].allocate(top, "logprobs"); !s.ok()) return s;
+    if (Status s = r->host_chosen_lp_[set].allocate(static_cast<size_t>(r->max_logit_rows_), "logprobs"); !s.ok()) {
+      return s;
+    }
+  }
   // The largest attention workspace any token count up to the budget asks for.
   size_t workspace = 0;
   for (int64_t n = 1; n <= r->max_tokens_; ++n) {
@@ -152,7 +163,7 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
-  return p.logprobs == 0 && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
+  return p.logprobs <= kMaxTopLogprobs && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
          p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f && r.num_output_tokens() + num_pending >= p.min_tokens;
 }
 
@@ -236,10 +247,26 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
       // Keyed by the request's seed and its output length: its draws do not depend on the batch.
       sampling[lr.sample_row] = make_sampling_row(r->params, r->sampling_seed,
                                                   static_cast<uint64_t>(r->num_output_tokens() + pending));
+      if (r->params.logprobs > 0) {
+        st.row_logprobs.resize(logits_indices.size(), 0);
+        st.row_logprobs[lr.sample_row] = static_cast<int32_t>(r->params.logprobs);
+      }
     }
     num_tokens += n;
   }
   const int64_t num_rows = static_cast<int64_t>(logits_indices.size());
+  // Device logprobs read the LM head's first chunk of rows; a row beyond it (after many
+  // prompt-logprob rows) goes to the host instead.
+  st.row_logprobs.resize(static_cast<size_t>(num_rows), 0);
+  for (int64_t k = 0; k < num_rows; ++k) {
+    if (st.row_logprobs[k] == 0) continue;
+    if (k >= max_logit_rows_) {
+      host_row[k] = true;
+      st.row_logprobs[k] = 0;
+    } else {
+      st.top_k = std::max(st.top_k, static_cast<int>(st.row_logprobs[k]));
+    }
+  }
   std::copy(logits_indices.begin(), logits_indices.end(), in + l.logits_indices);
   sample_row_of_ = std::move(device_rows);
   if (num_tokens == 0) return Status();
@@ -297,6 +324,22 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     if (Status s = launch_graph(step, bucket); !s.ok()) return s;
   } else if (Status s = forward_and_sample(step, num_rows); !s.ok()) {
     return s;
+  }
+  if (st.top_k > 0) {  // before later LM-head chunks overwrite the first one's logits
+    const int64_t nr = std::min(max_logit_rows_, num_rows);
+    top_logprobs(dev_logits_.get(), nr, vocab_size(), st.top_k, dev_next_.get(), dev_top_ids_.get(),
+                 dev_top_lp_.get(), dev_chosen_lp_.get(), stream_);
+    TESSERA_CUDA_TRY(cudaGetLastError(), "logprobs");
+    const size_t cells = static_cast<size_t>(nr * st.top_k);
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(host_top_ids_[cur_].get(), dev_top_ids_.get(), cells * sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "logprobs");
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(host_top_lp_[cur_].get(), dev_top_lp_.get(), cells * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "logprobs");
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(host_chosen_lp_[cur_].get(), dev_chosen_lp_.get(), nr * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "logprobs");
   }
 
   const int64_t vocab = vocab_size();
@@ -358,10 +401,23 @@ Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
     }
     const int32_t* next = host_next_[st.slot].get();
     for (LogitsRows& lr : st.rows) {
-      if (lr.sample_row >= 0 && !st.host_row[lr.sample_row]) {
-        lr.sampled_token = next[lr.sample_row];
-        lr.sample_row = -1;
+      const int32_t row = lr.sample_row;
+      if (row < 0 || st.host_row[row]) continue;
+      lr.sampled_token = next[row];
+      lr.sample_row = -1;
+      if (st.top_k == 0 || st.row_logprobs[row] == 0) continue;
+      // The top-k entries, then the sampled token when outside them (as the host path).
+      const int32_t* ids = host_top_ids_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
+      const float* lps = host_top_lp_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
+      PositionLogprobs top;
+      bool has_token = false;
+      for (int c = 0; c < st.row_logprobs[row]; ++c) {
+        top.emplace_back(ids[c], lps[c]);
+        has_token = has_token || ids[c] == lr.sampled_token;
       }
+      lr.sampled_logprob = host_chosen_lp_[st.slot][row];
+      if (!has_token) top.emplace_back(lr.sampled_token, lr.sampled_logprob);
+      lr.sampled_logprobs = std::move(top);
     }
   }
   *rows = std::move(st.rows);

@@ -1,9 +1,9 @@
 // CudaModelRunner: the CUDA backend's ModelRunner. Per step it plans the inputs once on the
 // host (tokens, positions, slot mapping, CSR block tables, logits rows) into one pinned
 // buffer, sends it in one copy, runs CudaModel over the device KV cache, samples on the
-// device the rows that need no host-side logits processing, and copies back only their
-// tokens plus the logits rows the host still has to process (penalties, logit bias,
-// min_tokens, logprobs). With async scheduling a second step is queued behind the first, its
+// device the rows that need no host-side logits processing (their logprobs too), and copies
+// back only their tokens (and top logprobs) plus the logits rows the host still has to
+// process (penalties, logit bias, min_tokens, prompt logprobs). With async scheduling a second step is queued behind the first, its
 // pending input tokens copied on the device from the first step's samples; the host-side
 // step buffers come in two sets for it.
 #pragma once
@@ -64,6 +64,8 @@ class CudaModelRunner : public ModelRunner {
   struct Launched {
     std::vector<LogitsRows> rows;
     std::vector<bool> host_row;  // per logits row: the host processes it
+    std::vector<int32_t> row_logprobs;  // per logits row: top logprobs computed on the device (0: none)
+    int top_k = 0;                      // columns of this step's device logprobs
     bool queued = false;         // device work was queued (a step with tokens)
     int64_t bucket = 0;          // the graph bucket, 0 for an eager step
     bool decode = false;
@@ -115,6 +117,12 @@ class CudaModelRunner : public ModelRunner {
   DeviceBuffer<SamplingRow> dev_sampling_;
   DeviceBuffer<int32_t> dev_next_;  // [max_tokens] the sampled token of every row
   PinnedBuffer<int32_t> host_next_[2];
+  // Logprobs of device-sampled rows (top_logprobs): [max_logit_rows, kMaxTopLogprobs] ids and
+  // values, and the sampled token's logprob per row; the host copies per buffer set.
+  DeviceBuffer<int32_t> dev_top_ids_;
+  DeviceBuffer<float> dev_top_lp_, dev_chosen_lp_;
+  PinnedBuffer<int32_t> host_top_ids_[2];
+  PinnedBuffer<float> host_top_lp_[2], host_chosen_lp_[2];
   cudaEvent_t step_done_[2] = {nullptr, nullptr};  // per buffer set: its step's results are on the host
   std::vector<float> host_logits_;  // [rows, vocab]; only the rows the host processes are filled
 
