@@ -245,9 +245,13 @@ void AsyncEngine::finish_child(Active& a, size_t c, RequestStatus status, Comple
   --a.open;
   child_of_.erase(a.ids[c]);
   const double t = now_seconds();
+  const EngineStats s = core_->stats();
   {
     std::lock_guard lock(metrics_mu_);
     ++metrics_.request_success[reason_index(status)];
+    // The gauges move with the counter: a scrape that sees the request done sees it gone.
+    metrics_.num_requests_running = static_cast<int64_t>(s.num_running);
+    metrics_.num_requests_waiting = static_cast<int64_t>(s.num_waiting);
     if (c == 0) {
       metrics_.e2e_request_latency.observe(t - a.arrival_time);
       if (req && req->first_scheduled_time > 0.0) {

@@ -1,5 +1,7 @@
 #include "sample/sampler.h"
 
+#include "sample/logit_adjustments.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -68,39 +70,8 @@ int32_t argmax(const float* x, int64_t n) {
 
 void process_logits(float* logits, int64_t n, const SamplingParams& p, std::span<const int32_t> prompt,
                     std::span<const int32_t> output, std::span<const int32_t> eos_token_ids) {
-  for (const auto& [id, bias] : p.logit_bias) {
-    if (id < n) logits[id] += bias;
-  }
-  if (static_cast<int64_t>(output.size()) < p.min_tokens) {
-    for (int32_t id : eos_token_ids) {
-      if (id >= 0 && id < n) logits[id] = -INFINITY;
-    }
-    for (int64_t id : p.stop_token_ids) {
-      if (id < n) logits[id] = -INFINITY;
-    }
-  }
-  if (p.repetition_penalty != 1.0f) {
-    std::vector<bool> seen(static_cast<size_t>(n), false);
-    for (auto span : {prompt, output}) {
-      for (int32_t id : span) {
-        if (id < 0 || id >= n || seen[id]) continue;
-        seen[id] = true;
-        logits[id] = logits[id] > 0 ? logits[id] / p.repetition_penalty : logits[id] * p.repetition_penalty;
-      }
-    }
-  }
-  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
-    std::vector<int32_t> sorted(output.begin(), output.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (size_t i = 0; i < sorted.size();) {
-      size_t j = i;
-      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-      const int32_t id = sorted[i];
-      if (id >= 0 && id < n) {
-        logits[id] -= p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
-      }
-      i = j;
-    }
+  for (const LogitAdjustment& a : logit_adjustments(p, prompt, output, eos_token_ids, n)) {
+    logits[a.token] = adjust_logit(logits[a.token], a);
   }
 }
 

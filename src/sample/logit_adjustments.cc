@@ -1,0 +1,52 @@
+#include "sample/logit_adjustments.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tessera {
+
+bool adjustments_read_output(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+}
+
+std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::span<const int32_t> prompt,
+                                               std::span<const int32_t> output, std::span<const int32_t> eos_token_ids,
+                                               int64_t vocab) {
+  std::map<int32_t, LogitAdjustment> by_token;
+  auto at = [&](int64_t id) -> LogitAdjustment* {
+    if (id < 0 || id >= vocab) return nullptr;
+    const auto t = static_cast<int32_t>(id);
+    return &by_token.try_emplace(t, LogitAdjustment{t, 0.0f, 1.0f, 0.0f}).first->second;
+  };
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (LogitAdjustment* a = at(id)) a->add += bias;
+  }
+  if (static_cast<int64_t>(output.size()) < p.min_tokens) {
+    for (int32_t id : eos_token_ids) {
+      if (LogitAdjustment* a = at(id)) a->add = -INFINITY;
+    }
+    for (int64_t id : p.stop_token_ids) {
+      if (LogitAdjustment* a = at(id)) a->add = -INFINITY;
+    }
+  }
+  if (p.repetition_penalty != 1.0f) {
+    for (auto span : {prompt, output}) {
+      for (int32_t id : span) {
+        if (LogitAdjustment* a = at(id)) a->repetition = p.repetition_penalty;
+      }
+    }
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    std::map<int32_t, int64_t> counts;
+    for (int32_t id : output) ++counts[id];
+    for (const auto& [id, n] : counts) {
+      if (LogitAdjustment* a = at(id)) a->subtract = p.frequency_penalty * static_cast<float>(n) + p.presence_penalty;
+    }
+  }
+  std::vector<LogitAdjustment> out;
+  out.reserve(by_token.size());
+  for (const auto& [id, a] : by_token) out.push_back(a);
+  return out;
+}
+
+}  // namespace tessera
