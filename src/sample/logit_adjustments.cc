@@ -11,7 +11,7 @@ bool adjustments_read_output(const SamplingParams& p) {
 
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::span<const int32_t> prompt,
                                                std::span<const int32_t> output, std::span<const int32_t> eos_token_ids,
-                                               int64_t vocab) {
+                                               int64_t vocab, int64_t num_pending) {
   std::map<int32_t, LogitAdjustment> by_token;
   auto at = [&](int64_t id) -> LogitAdjustment* {
     if (id < 0 || id >= vocab) return nullptr;
@@ -21,7 +21,7 @@ std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::spa
   for (const auto& [id, bias] : p.logit_bias) {
     if (LogitAdjustment* a = at(id)) a->add += bias;
   }
-  if (static_cast<int64_t>(output.size()) < p.min_tokens) {
+  if (static_cast<int64_t>(output.size()) + num_pending < p.min_tokens) {
     for (int32_t id : eos_token_ids) {
       if (LogitAdjustment* a = at(id)) a->add = -INFINITY;
     }

@@ -8,12 +8,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <span>
-#include <vector>
 
 #include "sample/counter_rng.h"  // TESSERA_HD
 
 #if !defined(__CUDACC__)
+#include <span>
+#include <vector>
+
 #include "tessera/sampling_params.h"
 #endif
 
@@ -48,10 +49,11 @@ TESSERA_HD float adjust_logit(float x, const LogitAdjustment& a) {
 
 #if !defined(__CUDACC__)
 // The adjustments params ask for, by ascending token id (ids outside [0, vocab) ignored);
-// empty when they change nothing. output: the tokens generated so far.
+// empty when they change nothing. output: the tokens generated so far; num_pending more were
+// sampled by steps in flight (min_tokens counts them; penalties need none pending).
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& params, std::span<const int32_t> prompt,
                                                std::span<const int32_t> output, std::span<const int32_t> eos_token_ids,
-                                               int64_t vocab);
+                                               int64_t vocab, int64_t num_pending = 0);
 // Whether the adjustments depend on the output tokens (penalties), not only on their count.
 bool adjustments_read_output(const SamplingParams& params);
 #endif

@@ -205,6 +205,50 @@ TEST(CudaAsyncScheduling, SameTokensAsTheSynchronousLoop) {
   EXPECT_GT(tokens, 300);
 }
 
+// Penalties, logit bias and min_tokens applied on the device (apply_logit_adjustments before
+// the sampler) give the host path's greedy tokens: logprobs send a row with adjustments to
+// the host (they are those of the raw logits). Synchronous steps both ways, so that both
+// runs compute the same batches.
+TEST(CudaLogitAdjustments, DeviceTokensEqualTheHostPath) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  std::vector<PromptInput> prompts;
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<int32_t> ids;
+    for (int k = 0; k < 6 + (i * 11) % 30; ++k) ids.push_back(1 + (i * 29 + k * 5) % 150);
+    prompts.emplace_back(ids);
+    SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = 24 + i;
+    p.repetition_penalty = i % 2 == 0 ? 1.3f : 0.8f;
+    p.frequency_penalty = (i % 3) * 0.4f;
+    p.presence_penalty = i % 4 == 1 ? 0.6f : -0.2f;
+    if (i % 5 == 0) p.logit_bias = {{ids[0], 2.0f}, {3, -5.0f}};
+    if (i % 3 == 1) p.min_tokens = 10;
+    params.push_back(p);
+  }
+  EngineArgs args;
+  args.model = testing::test_data() + "/models/tiny-llama3";
+  args.device = "cuda";
+  args.disable_progress_bar = true;
+  args.disable_log_stats = true;
+  args.gpu_memory_utilization = 0.3;
+  args.enable_prefix_caching = false;
+  args.async_scheduling = false;
+  auto llm = LLM::create(args);
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  const std::vector<RequestOutput> device = (*llm)->generate(prompts, params);
+  std::vector<SamplingParams> host_params = params;
+  for (SamplingParams& p : host_params) p.logprobs = 1;
+  const std::vector<RequestOutput> host = (*llm)->generate(prompts, host_params);
+  int64_t tokens = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(device[i].outputs[0].token_ids, host[i].outputs[0].token_ids) << "prompt " << i;
+    tokens += static_cast<int64_t>(device[i].outputs[0].token_ids.size());
+  }
+  EXPECT_GT(tokens, 300);
+}
+
 INSTANTIATE_TEST_SUITE_P(Goldens, CudaHfReference, ::testing::ValuesIn(golden_paths()), [](const auto& info) {
   std::string n = fs::path(info.param).stem().string();
   for (char& ch : n) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "backend/cuda/sampling.h"
 #include "cuda/cuda_test_util.h"
 #include "sample/device_sampling_reference.h"
+#include "sample/logit_adjustments.h"
 #include "sample/sampler.h"
 
 namespace tessera {
@@ -252,6 +254,50 @@ TEST(CudaSampling, TopLogprobsMatchCpuLogSoftmax) {
 }
 
 // Not a check: the time per call at decode-like batch sizes, for the log.
+// Bias, min_tokens' masks and penalties on the device give the very floats process_logits
+// computes on the host (the same adjust_logit, products never fused with the subtraction).
+TEST(CudaSampling, LogitAdjustmentsMatchProcessLogitsBitForBit) {
+  REQUIRE_DEVICE();
+  std::mt19937 rng(9);
+  const int64_t vocab = 5000;
+  const std::vector<int32_t> eos = {2, 7};
+  std::vector<float> logits, want;
+  std::vector<int32_t> indptr = {0};
+  std::vector<LogitAdjustment> all;
+  for (int r = 0; r < 24; ++r) {
+    SamplingParams p;
+    if (r % 2 == 0) p.repetition_penalty = 0.5f + static_cast<float>(rng() % 200) / 100.0f;
+    if (r % 3 == 0) p.frequency_penalty = static_cast<float>(rng() % 400) / 100.0f - 2.0f;
+    if (r % 4 == 0) p.presence_penalty = static_cast<float>(rng() % 400) / 100.0f - 2.0f;
+    if (r % 5 == 0) p.logit_bias = {{static_cast<int32_t>(rng() % vocab), 3.5f}, {7, -1.25f}};
+    if (r % 6 == 0) {
+      p.min_tokens = 50;
+      p.stop_token_ids = {11, 4999};
+    }
+    std::vector<int32_t> prompt, output;
+    for (int i = 0; i < 40 + r; ++i) prompt.push_back(static_cast<int32_t>(rng() % 300));
+    for (int i = 0; i < 3 * r; ++i) output.push_back(static_cast<int32_t>(rng() % 300));
+    std::vector<float> l = make_logits(r % 3 == 0 ? Kind::kTied : Kind::kNormal, vocab, rng);
+    logits.insert(logits.end(), l.begin(), l.end());
+    process_logits(l.data(), vocab, p, prompt, output, eos);
+    want.insert(want.end(), l.begin(), l.end());
+    const std::vector<LogitAdjustment> adj = logit_adjustments(p, prompt, output, eos, vocab);
+    all.insert(all.end(), adj.begin(), adj.end());
+    indptr.push_back(static_cast<int32_t>(all.size()));
+  }
+  ASSERT_GT(all.size(), 500u);
+  const int64_t n = static_cast<int64_t>(indptr.size()) - 1;
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<int32_t> dptr(indptr);
+  DeviceBuffer<LogitAdjustment> dadj(all);
+  cuda::apply_logit_adjustments(dl.p, n, vocab, dptr.p, dadj.p, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<float> got = dl.download();
+  int64_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0) << "of " << got.size() << " logits";
+}
+
 TEST(CudaSampling, TimingReport) {
   REQUIRE_DEVICE();
   const int64_t vocab = 128256;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "sample/logit_adjustments.h"
 #include "sample/sampling_row.h"
 
 namespace tessera::cuda {
@@ -21,6 +22,12 @@ using SamplingRow = tessera::SamplingRow;
 // Equal to device_sample_reference() up to float ulps of expf/logf/log1pf. vocab < 2^31.
 void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRow* rows, int32_t* next,
                  cudaStream_t stream);
+
+// Row r of logits [n, vocab]: logit[t] = adjust_logit(logit[t], a) for each adjustment a of
+// adjustments[indptr[r], indptr[r + 1]) (bias, masks, penalties; logit_adjustments.h), the
+// very floats process_logits computes on the host. Reads indptr on the device (graph safe).
+void apply_logit_adjustments(float* logits, int64_t n, int64_t vocab, const int32_t* indptr,
+                             const LogitAdjustment* adjustments, cudaStream_t stream);
 
 // Async scheduling: token_ids[pairs[2i]] = sampled[pairs[2i + 1]] for i < n, so that a step
 // decodes the tokens the step before sampled without their trip through the host.

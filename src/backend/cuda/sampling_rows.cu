@@ -415,6 +415,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+__global__ void apply_logit_adjustments_kernel(float* __restrict__ logits, int64_t vocab,
+                                               const int32_t* __restrict__ indptr,
+                                               const LogitAdjustment* __restrict__ adjustments) {
+  const int64_t r = blockIdx.x;
+  float* row = logits + r * vocab;
+  for (int32_t e = indptr[r] + static_cast<int32_t>(threadIdx.x); e < indptr[r + 1]; e += blockDim.x) {
+    const LogitAdjustment a = adjustments[e];
+    row[a.token] = adjust_logit(row[a.token], a);
+  }
+}
+
 __global__ void feed_sampled_tokens_kernel(int32_t* __restrict__ token_ids, const int32_t* __restrict__ sampled,
                                            const int32_t* __restrict__ pairs, int64_t n) {
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -422,6 +433,12 @@ __global__ void feed_sampled_tokens_kernel(int32_t* __restrict__ token_ids, cons
 }
 
 }  // namespace
+
+void apply_logit_adjustments(float* logits, int64_t n, int64_t vocab, const int32_t* indptr,
+                             const LogitAdjustment* adjustments, cudaStream_t stream) {
+  if (n <= 0) return;
+  apply_logit_adjustments_kernel<<<static_cast<unsigned>(n), 128, 0, stream>>>(logits, vocab, indptr, adjustments);
+}
 
 void feed_sampled_tokens(int32_t* token_ids, const int32_t* sampled, const int32_t* pairs, int64_t n,
                          cudaStream_t stream) {

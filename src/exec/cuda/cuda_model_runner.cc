@@ -98,7 +98,8 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   l.slot_mapping = 4 * t;  // int64: two int32 slots each, 8-byte aligned (t is counted in int32s)
   l.indptr = 6 * t;
   l.pending = l.indptr + seqs + 2;  // + the padding sequence of graph batches; then 2 ints per sequence
-  l.block_ids = (l.pending + 2 * seqs + 31) / 32 * 32;
+  l.adjust = l.pending + 2 * seqs;  // per logits row: where its adjustments start and end (t + 1)
+  l.block_ids = (l.adjust + t + 1 + 31) / 32 * 32;
   l.capacity = l.block_ids + seqs * blocks_per_seq + 1;
   // [prefill attention plan] the last attention_plan_ints(max_tokens) ints: plan_attention's
   // tiles of prefill runs (filled in run).
@@ -110,6 +111,11 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&r->step_done_[set], cudaEventDisableTiming), "cudaEventCreate");
   }
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
+  if (Status s = r->dev_adjust_.allocate(kMaxAdjustments, "logit adjustments"); !s.ok()) return s;
+  for (int set = 0; set < 2; ++set) {
+    if (Status s = r->host_adjust_[set].allocate(kMaxAdjustments, "logit adjustments"); !s.ok()) return s;
+  }
+  for (int64_t id : c.eos_token_ids) r->eos_token_ids_.push_back(static_cast<int32_t>(id));
   const size_t top = static_cast<size_t>(r->max_logit_rows_) * kMaxTopLogprobs;
   if (Status s = r->dev_top_ids_.allocate(top, "logprobs"); !s.ok()) return s;
   if (Status s = r->dev_top_lp_.allocate(top, "logprobs"); !s.ok()) return s;
@@ -163,8 +169,12 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
-  return p.logprobs <= kMaxTopLogprobs && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
-         p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f && r.num_output_tokens() + num_pending >= p.min_tokens;
+  if (p.logprobs > kMaxTopLogprobs) return false;
+  // Logprobs are those of the raw logits, which the adjustments change in place: such rows
+  // go to the host.
+  const bool adjusts = !p.logit_bias.empty() || adjustments_read_output(p) ||
+                       r.num_output_tokens() + num_pending < p.min_tokens;
+  return !(adjusts && p.logprobs > 0);
 }
 
 void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
@@ -205,7 +215,10 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   const int64_t block_size = kv_.block_size;
   std::unordered_map<RequestId, int32_t> device_rows;  // this step's device-sampled rows
   device_rows.reserve(out.requests.size());
+  size_t num_adjust = 0;     // logit adjustments of this step's device rows
+  bool reads_output = false;  // some row's adjustments read its output tokens (penalties)
   in[l.indptr] = 0;
+  in[l.adjust] = 0;
   for (size_t i = 0; i < out.requests.size(); ++i) {
     const ScheduledRequest& s = out.requests[i];
     const Request* r = lookup(s.id);
@@ -251,7 +264,20 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
         st.row_logprobs.resize(logits_indices.size(), 0);
         st.row_logprobs[lr.sample_row] = static_cast<int32_t>(r->params.logprobs);
       }
+      // Bias, min_tokens' masks and penalties, applied on the device before sampling.
+      TESSERA_CHECK_MSG(pending == 0 || !adjustments_read_output(r->params), "penalties over a pending token");
+      const std::vector<LogitAdjustment> adj = logit_adjustments(
+          r->params, r->prompt_token_ids, r->output_token_ids, eos_token_ids_, vocab_size(), pending);
+      if (num_adjust + adj.size() > kMaxAdjustments) {  // the host processes this row
+        host_row[lr.sample_row] = true;
+        device_rows.erase(s.id);
+      } else if (!adj.empty()) {
+        std::copy(adj.begin(), adj.end(), host_adjust_[cur_].get() + num_adjust);
+        num_adjust += adj.size();
+        reads_output = reads_output || adjustments_read_output(r->params);
+      }
     }
+    for (size_t k = rows_before; k < logits_indices.size(); ++k) in[l.adjust + k + 1] = static_cast<int32_t>(num_adjust);
     num_tokens += n;
   }
   const int64_t num_rows = static_cast<int64_t>(logits_indices.size());
@@ -296,6 +322,11 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                    stream_),
                    "step inputs");
+  if (num_adjust > 0) {
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_adjust_.get(), host_adjust_[cur_].get(), num_adjust * sizeof(LogitAdjustment),
+                                     cudaMemcpyHostToDevice, stream_),
+                     "logit adjustments");
+  }
   feed_sampled_tokens(dev + l.token_ids, dev_next_.get(), dev + l.pending, num_pending, stream_);
   CudaStep step = device_step(launch_tokens);
   // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
@@ -351,6 +382,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     const int64_t nr = std::min(max_logit_rows_, num_rows - r0);
     if (r0 > 0) {
       if (Status s = model_->lm_head(step, act_, r0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+      apply_logit_adjustments(dev_logits_.get(), nr, vocab, dev + l.adjust + r0, dev_adjust_.get(), stream_);
       sample_rows(dev_logits_.get(), nr, vocab, dev_sampling_.get() + r0, dev_next_.get() + r0, stream_);
     }
     for (int64_t k = 0; k < nr; ++k) {
@@ -367,8 +399,9 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   st.t_enqueued = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.end[ev], stream_), "profile");
   st.queued = true;
-  // Per-op timing collects one step at a time: no step behind it.
-  last_tokens_on_device_ = !any_host && op_timer_ == nullptr;
+  // Per-op timing collects one step at a time: no step behind it. Penalties of the next step
+  // need this one's tokens on the host.
+  last_tokens_on_device_ = !any_host && !reads_output && op_timer_ == nullptr;
   return Status();
 }
 
@@ -433,6 +466,8 @@ Status CudaModelRunner::forward_and_sample(const CudaStep& step, int64_t num_row
   const int64_t nr = std::min(max_logit_rows_, num_rows);
   if (nr == 0) return Status();
   if (Status s = model_->lm_head(step, act_, 0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
+  apply_logit_adjustments(dev_logits_.get(), nr, vocab_size(), dev_in_.get() + layout_.adjust, dev_adjust_.get(),
+                          stream_);
   sample_rows(dev_logits_.get(), nr, vocab_size(), dev_sampling_.get(), dev_next_.get(), stream_);
   if (op_timer_) op_timer_->mark(OpTimer::kSample, stream_);
   return cuda_status(cudaGetLastError(), "sampling");
@@ -505,6 +540,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
   int32_t* in = host_in_[cur_].get();
   const Layout& l = layout_;
   int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
+  if (num_tokens == 0) in[l.adjust] = 0;
   for (int64_t i = num_tokens; i < bucket; ++i) {
     in[l.token_ids + i] = 0;
     in[l.positions + i] = 0;
@@ -512,6 +548,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
     slots[i] = 0;
     in[l.logits_indices + i] = static_cast<int32_t>(i);
     host_sampling_[cur_][i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
+    in[l.adjust + i + 1] = num_tokens == 0 ? 0 : in[l.adjust + num_tokens];  // no adjustments
   }
   in[l.block_ids + num_block_ids] = 0;  // the padding sequence's table: the null block
   in[l.indptr + pad_seq + 1] = num_block_ids + 1;

@@ -19,6 +19,7 @@
 #include "config/engine_config.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/model_runner.h"
+#include "sample/logit_adjustments.h"
 #include "sample/sampling_row.h"
 
 namespace tessera::cuda {
@@ -94,7 +95,7 @@ class CudaModelRunner : public ModelRunner {
   Status launch_graph(const CudaStep& step, int64_t bucket);
   // Offsets (in int32 elements) of the sections of the step-input buffer.
   struct Layout {
-    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, pending, block_ids, capacity;
+    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, pending, adjust, block_ids, capacity;
   };
 
   std::unique_ptr<CudaModel> model_;
@@ -121,6 +122,12 @@ class CudaModelRunner : public ModelRunner {
   // values, and the sampled token's logprob per row; the host copies per buffer set.
   DeviceBuffer<int32_t> dev_top_ids_;
   DeviceBuffer<float> dev_top_lp_, dev_chosen_lp_;
+  // Logit adjustments of device-sampled rows (bias, masks, penalties), indexed per logits row
+  // by the step input's `adjust` section; rows whose lists do not fit go to the host.
+  static constexpr size_t kMaxAdjustments = size_t{1} << 18;
+  PinnedBuffer<LogitAdjustment> host_adjust_[2];
+  DeviceBuffer<LogitAdjustment> dev_adjust_;
+  std::vector<int32_t> eos_token_ids_;
   PinnedBuffer<int32_t> host_top_ids_[2];
   PinnedBuffer<float> host_top_lp_[2], host_chosen_lp_[2];
   cudaEvent_t step_done_[2] = {nullptr, nullptr};  // per buffer set: its step's results are on the host
