@@ -288,5 +288,79 @@ TEST(Scheduler, RandomizedArrivalsAbortsAndPreemptions) {
   h.expect_all_blocks_free();
 }
 
+// Look-ahead scheduling (a step in flight whose tokens stay on the device): a request that
+// sampled decodes its pending token at position num_tokens(), unless that token ends it for
+// length; out of blocks, the schedule stops instead of preempting; the results of both steps
+// then apply in order, and a request finished by the first has the second's dropped.
+TEST(Scheduler, LookAheadDecodesPendingTokensAndNeverPreempts) {
+  SchedulerConfig cfg;
+  cfg.max_num_batched_tokens = 64;
+  Harness h(9, 4, cfg);  // 8 usable blocks of 4 tokens
+  h.add(1, prompt_of(6, 1), 2);   // two blocks; ends at its second token
+  h.add(2, prompt_of(7, 2), 10);  // two blocks
+  const SchedulerOutput first = h.sched.schedule();
+  ASSERT_EQ(first.requests.size(), 2u);
+  EXPECT_TRUE(first.requests[0].samples && first.requests[1].samples);
+  EXPECT_FALSE(first.requests[0].input_pending);
+
+  // Step 2 while step 1 runs: both decode their pending token.
+  const SchedulerOutput second = h.sched.schedule(/*look_ahead=*/true);
+  ASSERT_EQ(second.requests.size(), 2u);
+  for (const ScheduledRequest& s : second.requests) {
+    const Request* r = h.sched.request(s.id);
+    EXPECT_TRUE(s.input_pending && s.samples);
+    EXPECT_EQ(s.num_computed_tokens, r->num_tokens());  // the pending token's position
+    EXPECT_EQ(s.num_scheduled_tokens, 1);
+    EXPECT_EQ(r->num_pending_tokens, 2);
+  }
+  // Step 1's results, then step 2's: request 1 ends at its second token (max_tokens 2).
+  const std::vector<StepResult> r1 = h.sched.update_from_output(first, std::vector<int32_t>{100, 200});
+  EXPECT_EQ(r1[0].status, RequestStatus::kRunning);
+  const std::vector<StepResult> r2 = h.sched.update_from_output(second, std::vector<int32_t>{101, 201});
+  EXPECT_EQ(r2[0].status, RequestStatus::kFinishedLength);
+  EXPECT_EQ(h.sched.request(RequestId{1})->output_token_ids, (std::vector<int32_t>{100, 101}));
+  EXPECT_EQ(h.sched.request(RequestId{2})->output_token_ids, (std::vector<int32_t>{200, 201}));
+  EXPECT_EQ(h.sched.request(RequestId{2})->num_pending_tokens, 0);
+
+  // Request 2 alone: a look-ahead behind a step that will end it for length schedules nothing.
+  h.add(3, prompt_of(24, 3), 30);  // 6 blocks: 5 are free beside request 2's 3
+  const SchedulerOutput third = h.sched.schedule();
+  ASSERT_EQ(third.requests.size(), 1u);  // request 2; request 3 waits for blocks
+  EXPECT_EQ(h.sched.num_waiting(), 1u);
+  const SchedulerOutput fourth = h.sched.schedule(/*look_ahead=*/true);
+  EXPECT_EQ(fourth.requests.size(), 1u);
+  EXPECT_TRUE(fourth.preempted.empty());
+  EXPECT_EQ(h.sched.num_preemptions(), 0);
+  // A request finished by the caller while both steps ran: its results are dropped.
+  EXPECT_TRUE(h.sched.finish_request(RequestId{2}, RequestStatus::kFinishedStopped));
+  for (const SchedulerOutput* out : {&third, &fourth}) {
+    const std::vector<StepResult> res = h.sched.update_from_output(*out, std::vector<int32_t>{7});
+    ASSERT_EQ(res.size(), 1u);
+    EXPECT_TRUE(res[0].dropped);
+  }
+  EXPECT_EQ(h.sched.request(RequestId{2})->output_token_ids.size(), 2u);
+}
+
+TEST(Scheduler, LookAheadOutOfBlocksStallsInsteadOfPreempting) {
+  SchedulerConfig cfg;
+  cfg.max_num_batched_tokens = 64;
+  Harness h(5, 4, cfg);  // 4 usable blocks of 4 tokens
+  h.add(1, prompt_of(8, 1), 20);  // exactly 2 blocks: its first decode needs a third
+  h.add(2, prompt_of(8, 2), 20);  // 2 blocks
+  const SchedulerOutput first = h.sched.schedule();
+  ASSERT_EQ(first.requests.size(), 2u);
+  EXPECT_EQ(h.kv.num_free_blocks(), 0);
+  const SchedulerOutput second = h.sched.schedule(/*look_ahead=*/true);
+  EXPECT_TRUE(second.look_ahead_stalled);
+  EXPECT_TRUE(second.requests.empty());
+  EXPECT_TRUE(second.preempted.empty());
+  EXPECT_EQ(h.sched.num_preemptions(), 0);
+  h.sched.update_from_output(first, std::vector<int32_t>{50, 60});
+  // The next step, scheduled with nothing in flight, preempts as usual.
+  const SchedulerOutput third = h.sched.schedule();
+  EXPECT_EQ(third.preempted.size(), 1u);
+  EXPECT_EQ(h.kv.check_invariants(), "");
+}
+
 }  // namespace
 }  // namespace tessera
