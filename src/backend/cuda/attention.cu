@@ -180,7 +180,7 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits)
 
 // kRope's prologue: the CTA's query heads of token t rotated from the projection row into
 // q_s (as qkv_rope_cache would store them, bf16); with write_kv, KV head kvh's rotated key
-// and its value into the cache slot of t. The caller syncs before q_s is read.
+// and its value into the cache slot of t. The caller syncs before q_s or the key is read.
 template <int D, int R, int QP>
 __device__ void rope_q_and_cache(const Params& p, int t, int pos, int kvh, int h0, int nh, bool write_kv,
                                  bf16 (&q_s)[R][QP]) {
@@ -260,7 +260,9 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
     return;
   }
   if constexpr (kRope) {
-    rope_q_and_cache<D, R>(p, t, pos, kvh, h0, nh, kend == pos + 1 && blockIdx.y % p.head_chunks == 0, q_s);
+    // Every CTA that reads the new key writes it (the query-head chunks of one KV head all
+    // do: the same bits to the same place), so none reads it before it is there.
+    rope_q_and_cache<D, R>(p, t, pos, kvh, h0, nh, kend == pos + 1, q_s);
   } else {
     for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
       const int r = i / (D / 8), c = i % (D / 8);
