@@ -153,6 +153,19 @@ TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
   EXPECT_LT(max_diff, 0.5) << "bf16 activations should stay within 0.5 nats of transformers";
 }
 
+// The tiny Llama-3 model on the device, quiet, without prefix caching (so that the runs a
+// test compares compute the same batches).
+EngineArgs tiny_cuda_args() {
+  EngineArgs args;
+  args.model = testing::test_data() + "/models/tiny-llama3";
+  args.device = "cuda";
+  args.disable_progress_bar = true;
+  args.disable_log_stats = true;
+  args.gpu_memory_utilization = 0.3;
+  args.enable_prefix_caching = false;
+  return args;
+}
+
 // Async scheduling (each step queued before the last one's tokens reach the host, those
 // tokens fed to it on the device) returns what the synchronous loop does: seeded sampling
 // keyed by output index, min_tokens (host rows, which pause the look-ahead), and lengths that
@@ -180,15 +193,9 @@ TEST(CudaAsyncScheduling, SameTokensAsTheSynchronousLoop) {
   }
   std::vector<std::vector<RequestOutput>> runs;
   for (bool async : {false, true}) {
-    EngineArgs args;
-    args.model = testing::test_data() + "/models/tiny-llama3";
-    args.device = "cuda";
-    args.disable_progress_bar = true;
-    args.disable_log_stats = true;
-    args.gpu_memory_utilization = 0.3;
+    EngineArgs args = tiny_cuda_args();
     args.max_num_seqs = 32;
     args.max_num_batched_tokens = 64;  // prompts chunked over the first steps, beside decodes
-    args.enable_prefix_caching = false;  // the same batches both ways
     args.async_scheduling = async;
     auto llm = LLM::create(args);
     ASSERT_TRUE(llm.ok()) << llm.error();
@@ -227,13 +234,7 @@ TEST(CudaLogitAdjustments, DeviceTokensEqualTheHostPath) {
     if (i % 3 == 1) p.min_tokens = 10;
     params.push_back(p);
   }
-  EngineArgs args;
-  args.model = testing::test_data() + "/models/tiny-llama3";
-  args.device = "cuda";
-  args.disable_progress_bar = true;
-  args.disable_log_stats = true;
-  args.gpu_memory_utilization = 0.3;
-  args.enable_prefix_caching = false;
+  EngineArgs args = tiny_cuda_args();
   args.async_scheduling = false;
   auto llm = LLM::create(args);
   ASSERT_TRUE(llm.ok()) << llm.error();

@@ -107,29 +107,24 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   // [prefill attention plan] the last attention_plan_ints(max_tokens) ints: plan_attention's
   // tiles of prefill runs (filled in run).
   l.capacity += attention_plan_ints(r->max_tokens_);
-  for (int set = 0; set < 2; ++set) {
+  const size_t top = static_cast<size_t>(r->max_logit_rows_) * kMaxTopLogprobs;
+  const size_t rows = static_cast<size_t>(r->max_logit_rows_);
+  for (int set = 0; set < 2; ++set) {  // the host side of a step, per step in flight
     if (Status s = r->host_in_[set].allocate(l.capacity, "step inputs"); !s.ok()) return s;
     if (Status s = r->host_sampling_[set].allocate(t, "sampling parameters"); !s.ok()) return s;
     if (Status s = r->host_next_[set].allocate(t, "sampled tokens"); !s.ok()) return s;
+    if (Status s = r->host_adjust_[set].allocate(kMaxAdjustments, "logit adjustments"); !s.ok()) return s;
+    if (Status s = r->host_top_ids_[set].allocate(top, "logprobs"); !s.ok()) return s;
+    if (Status s = r->host_top_lp_[set].allocate(top, "logprobs"); !s.ok()) return s;
+    if (Status s = r->host_chosen_lp_[set].allocate(rows, "logprobs"); !s.ok()) return s;
     TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&r->step_done_[set], cudaEventDisableTiming), "cudaEventCreate");
   }
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
   if (Status s = r->dev_adjust_.allocate(kMaxAdjustments, "logit adjustments"); !s.ok()) return s;
-  for (int set = 0; set < 2; ++set) {
-    if (Status s = r->host_adjust_[set].allocate(kMaxAdjustments, "logit adjustments"); !s.ok()) return s;
-  }
-  for (int64_t id : c.eos_token_ids) r->eos_token_ids_.push_back(static_cast<int32_t>(id));
-  const size_t top = static_cast<size_t>(r->max_logit_rows_) * kMaxTopLogprobs;
   if (Status s = r->dev_top_ids_.allocate(top, "logprobs"); !s.ok()) return s;
   if (Status s = r->dev_top_lp_.allocate(top, "logprobs"); !s.ok()) return s;
-  if (Status s = r->dev_chosen_lp_.allocate(static_cast<size_t>(r->max_logit_rows_), "logprobs"); !s.ok()) return s;
-  for (int set = 0; set < 2; ++set) {
-    if (Status s = r->host_top_ids_[set].allocate(top, "logprobs"); !s.ok()) return s;
-    if (Status s = r->host_top_lp_[set].allocate(top, "logprobs"); !s.ok()) return s;
-    if (Status s = r->host_chosen_lp_[set].allocate(static_cast<size_t>(r->max_logit_rows_), "logprobs"); !s.ok()) {
-      return s;
-    }
-  }
+  if (Status s = r->dev_chosen_lp_.allocate(rows, "logprobs"); !s.ok()) return s;
+  for (int64_t id : c.eos_token_ids) r->eos_token_ids_.push_back(static_cast<int32_t>(id));
   // The largest attention workspace any token count up to the budget asks for.
   size_t workspace = 0;
   for (int64_t n = 1; n <= r->max_tokens_; ++n) {
@@ -557,7 +552,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
     slots[i] = 0;
     in[l.logits_indices + i] = static_cast<int32_t>(i);
     host_sampling_[cur_][i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
-    in[l.adjust + i + 1] = num_tokens == 0 ? 0 : in[l.adjust + num_tokens];  // no adjustments
+    in[l.adjust + i + 1] = in[l.adjust + num_tokens];  // no adjustments
   }
   in[l.block_ids + num_block_ids] = 0;  // the padding sequence's table: the null block
   in[l.indptr + pad_seq + 1] = num_block_ids + 1;
