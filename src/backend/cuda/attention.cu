@@ -77,14 +77,6 @@ struct Params {
   float* part_m;     // [num_tokens, num_heads, num_splits]
   float* part_l;     // [num_tokens, num_heads, num_splits]
   int* arrivals;     // [CTAs in x, CTAs in y]: splits done per (token, head chunk); zero between launches
-  // Fused RoPE (paged_attention_rope): q/k/v rows of the projection, the rotation, and the
-  // cache this step's K/V go to (the same storage as k_cache / v_cache).
-  const bf16* qkv;
-  const float* inv_freq;
-  bool interleaved;
-  const int64_t* slot_mapping;
-  bf16* k_write;
-  bf16* v_write;
 };
 
 __device__ __forceinline__ void mma_k16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -125,11 +117,8 @@ __device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
 }
 
 // 16 bytes at p, or zeros past the key range (a V row there may hold NaN, and 0 * NaN = NaN).
-// kCoherent: through L2 (the kernel wrote the cache itself, so not the read-only path).
-template <bool kCoherent = false>
 __device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[4]) {
-  const uint4* q = reinterpret_cast<const uint4*>(p);
-  const uint4 v = valid ? (kCoherent ? __ldcg(q) : __ldg(q)) : make_uint4(0, 0, 0, 0);
+  const uint4 v = valid ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
 }
 
@@ -178,48 +167,9 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits)
   }
 }
 
-// kRope's prologue: the CTA's query heads of token t rotated from the projection row into
-// q_s (as qkv_rope_cache would store them, bf16); with write_kv, KV head kvh's rotated key
-// and its value into the cache slot of t. The caller syncs before q_s or the key is read.
-template <int D, int R, int QP>
-__device__ void rope_q_and_cache(const Params& p, int t, int pos, int kvh, int h0, int nh, bool write_kv,
-                                 bf16 (&q_s)[R][QP]) {
-  constexpr int H = D / 2;
-  __shared__ float cos_s[H], sin_s[H];
-  const float fpos = static_cast<float>(pos);
-  for (int i = threadIdx.x; i < H; i += kThreads) sincosf(fpos * p.inv_freq[i], &sin_s[i], &cos_s[i]);
-  __syncthreads();
-  const int heads = p.num_heads + 2 * p.num_kv_heads;
-  const bf16* row = p.qkv + int64_t{t} * heads * D;
-  auto rotate = [&](const bf16* src, bf16* dst, int j) {  // pair j of one head
-    const int ia = p.interleaved ? 2 * j : j, ib = p.interleaved ? 2 * j + 1 : j + H;
-    float ya, yb;
-    rope_rotate(__bfloat162float(src[ia]), __bfloat162float(src[ib]), cos_s[j], sin_s[j], ya, yb);
-    dst[ia] = __float2bfloat16(ya);
-    dst[ib] = __float2bfloat16(yb);
-  };
-  for (int i = threadIdx.x; i < R * H; i += kThreads) {
-    const int r = i / H, j = i % H;
-    if (r < nh) {
-      rotate(row + (h0 + r) * D, &q_s[r][0], j);
-    } else {  // rows past the group: zeros (as load16 gives the unfused path)
-      const int ia = p.interleaved ? 2 * j : j, ib = p.interleaved ? 2 * j + 1 : j + H;
-      q_s[r][ia] = __float2bfloat16(0.0f);
-      q_s[r][ib] = __float2bfloat16(0.0f);
-    }
-  }
-  if (write_kv) {
-    const int64_t at = p.slot_mapping[t] * p.num_kv_heads * D + int64_t{kvh} * D;
-    for (int j = threadIdx.x; j < H; j += kThreads) rotate(row + (p.num_heads + kvh) * D, p.k_write + at, j);
-    const bf16* v = row + (p.num_heads + p.num_kv_heads + kvh) * D;
-    for (int d = threadIdx.x; d < D; d += kThreads) p.v_write[at + d] = v[d];
-  }
-}
-
 // head_dim; query-head rows per CTA (8, or 16 for groups of 9..16). Registers capped for
-// 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256. kRope: q from the projection
-// rows, rotated here, and this token's K/V written by the CTA whose keys end at it.
-template <int D, int R, bool kRope>
+// 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256.
+template <int D, int R>
 __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attention_kernel(const Params p) {
   constexpr int NT = 256 / D;   // 8-key tiles per warp step
   constexpr int KSTEP = 8 * NT;  // keys per warp step
@@ -259,17 +209,11 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
     merge_if_last<D>(p, row0, nh, splits);
     return;
   }
-  if constexpr (kRope) {
-    // Every CTA that reads the new key writes it (the query-head chunks of one KV head all
-    // do: the same bits to the same place), so none reads it before it is there.
-    rope_q_and_cache<D, R>(p, t, pos, kvh, h0, nh, kend == pos + 1, q_s);
-  } else {
-    for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
-      const int r = i / (D / 8), c = i % (D / 8);
-      uint32_t v[4];
-      load16(r < nh, p.q + (row0 + r) * D + 8 * c, v);
-      *reinterpret_cast<uint4*>(&q_s[r][8 * c]) = make_uint4(v[0], v[1], v[2], v[3]);
-    }
+  for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
+    const int r = i / (D / 8), c = i % (D / 8);
+    uint32_t v[4];
+    load16(r < nh, p.q + (row0 + r) * D + 8 * c, v);
+    *reinterpret_cast<uint4*>(&q_s[r][8 * c]) = make_uint4(v[0], v[1], v[2], v[3]);
   }
   __syncthreads();
 
@@ -301,12 +245,12 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
 #pragma unroll
-      for (int u = 0; u < NU; ++u) load16<kRope>(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, kr[i][u]);
+      for (int u = 0; u < NU; ++u) load16(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, kr[i][u]);
     }
 #pragma unroll
     for (int r = 0; r < 2 * NT; ++r) {
 #pragma unroll
-      for (int w = 0; w < NV; ++w) load16<kRope>(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, vr[r][w]);
+      for (int w = 0; w < NV; ++w) load16(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, vr[r][w]);
     }
     find_slots(key0 + kWarps * KSTEP);  // the next step's block ids load meanwhile
 
@@ -460,11 +404,7 @@ __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __
 
 template <int D, int R>
 void launch(const Params& p, dim3 grid, cudaStream_t stream) {
-  if (p.qkv != nullptr) {
-    launch_pdl(attention_kernel<D, R, true>, grid, dim3(kThreads), 0, stream, true, p);
-  } else {
-    launch_pdl(attention_kernel<D, R, false>, grid, dim3(kThreads), 0, stream, true, p);
-  }
+  launch_pdl(attention_kernel<D, R>, grid, dim3(kThreads), 0, stream, true, p);
 }
 
 }  // namespace
@@ -476,18 +416,13 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
                                                                                     k_cache, v_cache);
 }
 
-namespace {
-
-// paged_attention, or with rope (not null) paged_attention_rope.
-void run_attention(const bf16* q, const AttentionRope* rope, bf16* k_cache, bf16* v_cache,
-                   const AttentionMetadata& meta, const AttentionShape& shape, int num_splits, void* workspace,
-                   bf16* out, cudaStream_t stream) {
+void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
   const int64_t n = meta.num_tokens, d = shape.head_dim;
   if (n == 0) return;
   TESSERA_CHECK_MSG(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0,
                     "num_heads must be a multiple of num_kv_heads");
   if (d != 64 && d != 128 && d != 256) {
-    TESSERA_CHECK_MSG(rope == nullptr, "paged_attention_rope: head_dim 64, 128 or 256");
     TESSERA_CHECK_MSG(d % 2 == 0 && d <= 256, "paged_attention supports even head_dim up to 256");
     paged_attention_any_head_dim(q, k_cache, v_cache, meta, shape, out, stream);
     return;
@@ -498,7 +433,6 @@ void run_attention(const bf16* q, const AttentionRope* rope, bf16* k_cache, bf16
   TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
   // A plan with prefill tiles: those first, then this kernel over the plan's other tokens.
   const bool tiled = meta.plan != nullptr && meta.plan_prefill_tiles > 0;
-  TESSERA_CHECK_MSG(rope == nullptr || !tiled, "paged_attention_rope: decode batches only");
   if (tiled) detail::attention_prefill(q, k_cache, v_cache, meta, shape, out, stream);
   const int64_t ctas_x = tiled ? meta.plan_decode_tokens : n;
   if (ctas_x == 0) return;
@@ -518,10 +452,6 @@ void run_attention(const bf16* q, const AttentionRope* rope, bf16* k_cache, bf16
   p.min_split_keys = min_split_keys();
   p.scale_log2 = shape.scale * kLog2e;
   p.out = out;
-  if (rope != nullptr) {
-    p.qkv = rope->qkv, p.inv_freq = rope->inv_freq, p.interleaved = rope->layout == RopeLayout::kInterleaved;
-    p.slot_mapping = meta.slot_mapping, p.k_write = k_cache, p.v_write = v_cache;
-  }
   const int64_t parts = n * shape.num_heads * num_splits;
   if (num_splits > 1) {
     p.arrivals = static_cast<int*>(workspace);
@@ -540,25 +470,6 @@ void run_attention(const bf16* q, const AttentionRope* rope, bf16* k_cache, bf16
   } else {
     launch<256, 8>(p, grid, stream);
   }
-}
-
-}  // namespace
-
-void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
-  // The kernel only reads the cache here.
-  run_attention(q, nullptr, const_cast<bf16*>(k_cache), const_cast<bf16*>(v_cache), meta, shape, num_splits, workspace,
-                out, stream);
-}
-
-bool paged_attention_rope_supported(const AttentionShape& shape) {
-  return shape.head_dim == 64 || shape.head_dim == 128 || shape.head_dim == 256;
-}
-
-void paged_attention_rope(const AttentionRope& rope, bf16* k_cache, bf16* v_cache, const AttentionMetadata& meta,
-                          const AttentionShape& shape, int num_splits, void* workspace, bf16* out,
-                          cudaStream_t stream) {
-  run_attention(nullptr, &rope, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
 }
 
 }  // namespace tessera::cuda

@@ -5,16 +5,6 @@
 
 namespace tessera::cuda {
 
-#ifdef __CUDACC__
-// One RoPE pair (a, b) rotated by the angle with cosine c and sine s, each product rounded
-// (never fused into an FMA): every kernel that rotates (qkv_rope_cache, the fused decode
-// attention) computes the same bits.
-__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& ya, float& yb) {
-  ya = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-  yb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
-}
-#endif
-
 // paged_attention for head dims other than 64/128/256 (even, at most 256): one block per
 // (token, head), no splits, no workspace.
 void paged_attention_any_head_dim(const bf16* q, const bf16* k_cache, const bf16* v_cache,

@@ -1,7 +1,6 @@
 // Fused ops of the device forward pass (see fused_ops.h for the formulas).
 #include <algorithm>
 
-#include "backend/cuda/attention_internal.h"
 #include "backend/cuda/fused_ops.h"
 #include "backend/cuda/pdl.h"
 
@@ -66,10 +65,8 @@ __global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* 
     const int64_t ib = interleaved ? 2 * i + 1 : i + half;
     // The unfused path rounds the projection (and bias) to bf16 before rotating.
     const float a = __bfloat162float(__float2bfloat16(x[ia])), b = __bfloat162float(__float2bfloat16(x[ib]));
-    float ya, yb;
-    rope_rotate(a, b, c, s, ya, yb);
-    dst[ia] = __float2bfloat16(ya);
-    dst[ib] = __float2bfloat16(yb);
+    dst[ia] = __float2bfloat16(a * c - b * s);
+    dst[ib] = __float2bfloat16(b * c + a * s);
   }
 }
 
@@ -162,7 +159,8 @@ __global__ void qkv_rope_cache_vec_kernel(const bf16* __restrict__ qkv, const bf
       const int i0 = interleaved ? 2 * e : e, i1 = interleaved ? 2 * e + 1 : 8 + e;
       const float x0 = round_bf16(x[i0]), x1 = round_bf16(x[i1]);
       const float c = cos_s[8 * j + e], s = sin_s[8 * j + e];
-      rope_rotate(x0, x1, c, s, x[i0], x[i1]);
+      x[i0] = x0 * c - x1 * s;
+      x[i1] = x1 * c + x0 * s;
     }
     bf16* dst = is_q ? q_out + (t * num_heads + h) * head_dim : k_cache + slot * kv_dim + (h - num_heads) * head_dim;
     store_bf16x8(dst + a_off, x);

@@ -138,22 +138,6 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
 
-// qkv_rope_cache (without bias or q/k norm) and paged_attention of a decode batch in one
-// kernel: each CTA rotates its query heads from the projection rows itself, and the CTA whose
-// keys end at the token's position writes the token's K/V head into the cache before it reads
-// it (from L2, not the read-only path). One kernel boundary less per layer. Only when every
-// sequence has one token in the batch (no prefill plan) and head_dim is 64, 128 or 256
-// (paged_attention_rope_supported); the same results as the two calls, bit for bit.
-struct AttentionRope {
-  const bf16* qkv;        // [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], q, k, v heads
-  const float* inv_freq;  // [head_dim / 2]
-  RopeLayout layout;
-};
-bool paged_attention_rope_supported(const AttentionShape& shape);
-void paged_attention_rope(const AttentionRope& rope, bf16* k_cache, bf16* v_cache, const AttentionMetadata& meta,
-                          const AttentionShape& shape, int num_splits, void* workspace, bf16* out,
-                          cudaStream_t stream);
-
 // Greedy sampling and logprobs, one thread block per row of logits [n, vocab] (fp32):
 // next[r] = argmax (the lowest id among equal maxima, as the CPU sampler), and, when
 // logprobs is not null, logprobs[r, :] = log_softmax(logits[r, :]).

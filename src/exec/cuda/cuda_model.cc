@@ -182,17 +182,11 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
       TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
     }
     mark(OpTimer::kQkvGemm);
-    if (step.fuse_rope_attention && w.qkv_bias == nullptr && w.q_norm == nullptr && w.k_norm == nullptr &&
-        paged_attention_rope_supported(shape)) {
-      paged_attention_rope({act.qkv.get(), inv_freq_.get(), c.rope_layout}, k_cache, v_cache, step.meta, shape,
-                           step.num_splits, act.attention_workspace.get(), act.attn.get(), stream);
-    } else {
-      qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping,
-                     n, nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
-      mark(OpTimer::kRopeCache);
-      paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
-                      act.attn.get(), stream);
-    }
+    qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping, n,
+                   nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
+    mark(OpTimer::kRopeCache);
+    paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
+                    act.attn.get(), stream);
     mark(OpTimer::kAttention);
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));

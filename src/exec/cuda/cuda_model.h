@@ -61,9 +61,6 @@ struct CudaStep {
   AttentionMetadata meta;                   // positions, sequences, slots, block tables
   int num_splits = 1;                       // attention splits per token (fixed per CUDA graph)
   const int32_t* logits_indices = nullptr;  // [num_rows] batch tokens whose logits are wanted
-  // Every sequence has one token in the step: RoPE and the cache write may run inside the
-  // attention kernel (paged_attention_rope), where the layer allows it.
-  bool fuse_rope_attention = false;
 };
 
 class CudaModel {

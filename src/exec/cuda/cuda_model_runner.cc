@@ -67,9 +67,6 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
   r->max_model_len_ = max_model_len;
   r->use_graphs_ = use_graphs;
-  if (const char* f = std::getenv("TESSERA_FUSED_ROPE_ATTENTION"); f != nullptr && std::string(f) == "1") {
-    r->fuse_rope_ = true;
-  }
   // TESSERA_DECODE_GEMM=0: the all-GEMV decode step (for comparison).
   if (const char* g = std::getenv("TESSERA_DECODE_GEMM"); g != nullptr && std::string(g) == "0") {
     r->model_->set_decode_gemm(false, false);
@@ -299,10 +296,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   // size: the padding tokens form one extra sequence at position 0 over the null block.
   bool decode = num_rows == num_tokens && num_tokens <= max_logit_rows_;
   for (int64_t i = 0; decode && i < num_rows; ++i) decode = logits_indices[i] == i;
-  // One token per sequence (a decode row can also be a 2-token chunk with a prompt-logprob
-  // row): what fused RoPE attention needs, and so what its graphs may replay.
-  const bool one_token_each = static_cast<int64_t>(out.requests.size()) == num_tokens;
-  const int64_t bucket = use_graphs_ && decode && (!fuse_rope_ || one_token_each) ? graph_bucket(num_tokens) : 0;
+  const int64_t bucket = use_graphs_ && decode ? graph_bucket(num_tokens) : 0;
   st.decode = decode;
   st.bucket = bucket;
   int64_t launch_tokens = num_tokens;
@@ -330,7 +324,6 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   }
   feed_sampled_tokens(dev + l.token_ids, dev_next_.get(), dev + l.pending, num_pending, stream_);
   CudaStep step = device_step(launch_tokens);
-  step.fuse_rope_attention = fuse_rope_ && one_token_each;
   // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
   // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
   if (bucket == 0) {
@@ -527,9 +520,7 @@ Status CudaModelRunner::warm_up() {
     TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream_),
                      "warm-up");
-    CudaStep step = device_step(bucket);
-    step.fuse_rope_attention = fuse_rope_;  // padding tokens only: their garbage stays in the null block
-    if (Status s = launch_graph(step, bucket); !s.ok()) return s;
+    if (Status s = launch_graph(device_step(bucket), bucket); !s.ok()) return s;
     // The inputs are rewritten for the next bucket: wait for this one.
     TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "warm-up");
   }

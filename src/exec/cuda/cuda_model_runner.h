@@ -105,9 +105,6 @@ class CudaModelRunner : public ModelRunner {
   int64_t max_logit_rows_ = 0;  // rows of device logits per LM-head chunk
   int32_t max_model_len_ = 0;
   bool use_graphs_ = false;
-  // TESSERA_FUSED_ROPE_ATTENTION=1: decode steps run RoPE and the cache write inside the
-  // attention kernel (CudaStep::fuse_rope_attention; off until measured on the H200).
-  bool fuse_rope_ = false;
   int64_t tune_rows_ = 0;  // buckets up to this size: an eager run precedes the capture (GEMM timing)
   std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
   std::map<int64_t, cudaGraphExec_t> graphs_;     // by bucket, captured on first use
