@@ -122,7 +122,7 @@ if has bench8b; then
     --input-len 512 --output-len 256 --max-num-batched-tokens 8192
   grep -E "Throughput|preemptions|profile" "$LOG/throughput_512.log"
   [ "${SKIP_1000:-0}" = 1 ] || step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
-    --input-len 1000 --output-len 1000 --max-num-seqs 384 --max-num-batched-tokens 16384
+    --input-len 1000 --output-len 1000 --max-num-seqs 512 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.95
   [ "${SKIP_1000:-0}" = 1 ] || grep -E "Throughput|preemptions|profile" "$LOG/throughput_1000.log"
   unset TESSERA_CUDA_PROFILE
 fi
