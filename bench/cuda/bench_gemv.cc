@@ -8,7 +8,8 @@
 //   per n: the per-token sums 32 x (qkv + o + gate_up + down) + LM head of those;
 //   per n: whole chains in one graph: the fused layer (4 GEMVs) x 32 + LM head, with and
 //     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
-//     left out of both).
+//     left out of both), then the fused chain with PDL for each variant (the engine's
+//     TESSERA_GEMV_VARIANT=N runs variant N).
 // Run on the GPU machine.
 #include <cuda_runtime_api.h>
 
@@ -247,14 +248,14 @@ int main() {
         sum_v0, sum_best, sum_pdl, sum_cublas);
 
     // Whole chains in one graph.
-    auto fused_chain = [&](bool pdl) {
+    auto fused_chain = [&](bool pdl, int v = 0) {
       return graph_ms(
           stream, 1,
           [&](int) {
             for (int l = 0; l < kLayers; ++l) {
-              for (Op op : {kQkvOp, kOOp, kGateUpOp, kDownOp}) run_fused(op, w, a, n, l, {pdl, 0}, stream);
+              for (Op op : {kQkvOp, kOOp, kGateUpOp, kDownOp}) run_fused(op, w, a, n, l, {pdl, v}, stream);
             }
-            run_fused(kLmHeadOp, w, a, n, 0, {pdl, 0}, stream);
+            run_fused(kLmHeadOp, w, a, n, 0, {pdl, v}, stream);
           },
           5);
     };
@@ -282,6 +283,12 @@ int main() {
         "  one graph, 32 layers + lm_head (no attention): fused %.3f ms (%.0f GB/s), fused+pdl %.3f ms "
         "(%.0f GB/s), unfused cuBLASLt + norms + silu %.3f ms (%.0f GB/s)\n",
         fused, weight_gb / fused * 1e3, fused_pdl, weight_gb / fused_pdl * 1e3, unfused, weight_gb / unfused * 1e3);
+    std::printf("  the fused chain + pdl per variant:");
+    for (int v = 0; v < variants; ++v) {
+      const double ms = fused_chain(true, v);
+      std::printf("  v%d %.3f ms (%.0f GB/s)", v, ms, weight_gb / ms * 1e3);
+    }
+    std::printf("\n");
   }
   check(cudaDeviceSynchronize(), "bench");
   return 0;

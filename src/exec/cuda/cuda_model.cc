@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_model.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "backend/cuda/fused_ops.h"
 #include "backend/cuda/gemv.h"
@@ -12,6 +13,16 @@ namespace {
 constexpr int64_t kAlign = 128;  // elements: 256-byte aligned tensors in the arena
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// The decode GEMVs' kernel shape (gemv.h's variants): TESSERA_GEMV_VARIANT=N, a tuning switch.
+int decode_gemv_variant() {
+  static const int variant = [] {
+    const char* e = std::getenv("TESSERA_GEMV_VARIANT");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v >= 0 && v < gemv_variant_count() ? v : 0;
+  }();
+  return variant;
+}
 
 #define TESSERA_GEMM_TRY(expr)                                  \
   do {                                                          \
@@ -161,7 +172,7 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   // speed (the norm in the prologue, the residual add in the epilogue), chained with
   // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs
   // (set_decode_gemm). More tokens: cuBLASLt GEMMs with separate norms.
-  const GemvOptions pdl{.pdl = true};
+  const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant()};
   embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
   mark(OpTimer::kEmbed);
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -236,7 +247,8 @@ Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int6
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
-                              lm_head_, num_rows, d, config_.vocab_size, logits, stream, GemvOptions{.pdl = true}));
+                              lm_head_, num_rows, d, config_.vocab_size, logits, stream,
+                              GemvOptions{.pdl = true, .variant = decode_gemv_variant()}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet
