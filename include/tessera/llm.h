@@ -25,6 +25,9 @@ struct EngineArgs {
   std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
   int64_t kv_cache_memory = 0;  // bytes of K/V storage; 0: 1 GiB on the CPU, from gpu_memory_utilization on CUDA
   double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
+  // GiB of host memory for the host tier of the prefix cache (KV offload): blocks the device
+  // evicts are kept there and loaded back on a prefix hit (a preempted request's too). 0: none.
+  double kv_offloading_size = 0.0;
   bool enforce_eager = false;           // CUDA: no graphs (every step launched kernel by kernel)
   int32_t max_model_len = 0;                   // 0: the model's maximum
   int32_t max_num_seqs = 256;
@@ -105,6 +108,8 @@ class LLM {
     int64_t prefix_cache_queries = 0;
     int64_t prefix_cache_hits = 0;
     int64_t num_preemptions = 0;
+    int64_t kv_offload_stores = 0;  // blocks copied to host memory (--kv-offloading-size)
+    int64_t kv_offload_loads = 0;   // blocks loaded back on prefix hits
     int64_t num_kv_blocks = 0;
     int64_t peak_kv_blocks_used = 0;
   };

@@ -103,6 +103,10 @@ int run_throughput(ThroughputOptions& o) {
   std::printf("Prefix cache hit rate: %.1f%%, preemptions: %lld\n",
               stats.prefix_cache_queries > 0 ? 100.0 * stats.prefix_cache_hits / stats.prefix_cache_queries : 0.0,
               static_cast<long long>(stats.num_preemptions));
+  if (stats.kv_offload_stores > 0 || stats.kv_offload_loads > 0) {
+    std::printf("KV offload: %lld blocks stored to host memory, %lld loaded back\n",
+                static_cast<long long>(stats.kv_offload_stores), static_cast<long long>(stats.kv_offload_loads));
+  }
   if (!o.output_json.empty()) {
     nlohmann::ordered_json j = {{"elapsed_time", elapsed},
                                 {"num_requests", static_cast<int64_t>(n)},

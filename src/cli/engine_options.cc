@@ -11,6 +11,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory,
                   "Bytes of KV-cache storage (default: 1 GiB on the CPU; on CUDA what --gpu-memory-utilization leaves)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-offloading-size", a->kv_offloading_size,
+                  "GiB of host memory that keep KV blocks the cache evicts, for prefix hits and preempted requests "
+                  "(needs prefix caching; 0: none)")
+      ->check(CLI::Range(0.0, 1048576.0));
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
                   "Share of the GPU's memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));

@@ -11,7 +11,13 @@ std::string KvCachePlan::describe() const {
                 static_cast<long long>(shape.num_blocks - 1), static_cast<long long>(shape.block_size),
                 static_cast<double>(bytes_per_block) * static_cast<double>(shape.num_blocks - 1) / (1 << 20),
                 max_model_len, max_concurrency);
-  return buf;
+  std::string line = buf;
+  if (num_host_blocks > 0) {
+    std::snprintf(buf, sizeof(buf), "; KV offload to host memory: %d blocks (%.1f MiB)", num_host_blocks,
+                  static_cast<double>(bytes_per_block) * num_host_blocks / (1 << 20));
+    line += buf;
+  }
+  return line;
 }
 
 Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
@@ -45,6 +51,13 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   }
   if (usable > (int64_t{1} << 30)) return Status::error("kv_cache_memory is too large");
   plan.shape.num_blocks = usable + 1;  // + the null block
+  if (c.kv_offload_memory < 0) return Status::error("kv_offloading_size must not be negative");
+  if (c.kv_offload_memory > 0) {
+    if (!c.enable_prefix_caching) return Status::error("KV offloading keeps prefix-cache blocks: it needs prefix caching");
+    const int64_t host = c.kv_offload_memory / plan.bytes_per_block;
+    if (host > (int64_t{1} << 30)) return Status::error("kv_offloading_size is too large");
+    plan.num_host_blocks = static_cast<int32_t>(host);
+  }
   plan.max_concurrency = static_cast<double>(usable * c.block_size) / plan.max_model_len;
   return plan;
 }

@@ -16,6 +16,7 @@ struct EngineConfig {
   int32_t block_size = 16;                  // --block-size
   int64_t kv_cache_memory = int64_t{1} << 30;  // --kv-cache-memory, bytes of K/V storage
   int64_t kv_dtype_bytes = 4;                  // bytes per cached K or V element: 4 (host fp32), 2 (CUDA bf16)
+  int64_t kv_offload_memory = 0;               // --kv-offloading-size, bytes of the host tier (0: none)
   int32_t max_model_len = 0;                // --max-model-len; 0: the model's maximum
   int32_t max_num_seqs = 256;               // --max-num-seqs
   int32_t max_num_batched_tokens = 2048;    // --max-num-batched-tokens
@@ -34,6 +35,7 @@ struct KvCachePlan {
   int32_t max_model_len = 0;     // resolved
   int64_t bytes_per_block = 0;
   double max_concurrency = 0.0;  // requests of max_model_len tokens that fit at once
+  int32_t num_host_blocks = 0;   // the host tier of the prefix cache (KV offload), blocks of bytes_per_block
   std::string describe() const;  // one line for start-up logs
 };
 

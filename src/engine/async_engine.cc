@@ -150,6 +150,8 @@ void AsyncEngine::loop() {
     metrics_.num_preemptions = s.num_preemptions;
     metrics_.prefix_cache_queries = s.prefix_cache_queries;
     metrics_.prefix_cache_hits = s.prefix_cache_hits;
+    metrics_.kv_offload_stores = s.kv_offload_stores;
+    metrics_.kv_offload_loads = s.kv_offload_loads;
   }
 }
 

@@ -24,7 +24,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelConfig& model_
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
   return create(model.config(), config, [&model](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
-    return std::unique_ptr<ModelRunner>(std::make_unique<CpuModelRunner>(model, plan.shape));
+    return std::unique_ptr<ModelRunner>(std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks));
   });
 }
 
@@ -32,7 +32,7 @@ EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& conf
     : model_config_(model_config), config_(config), plan_(plan),
       seed_source_(config.seed.value_or(std::random_device{}())) {
   kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.block_size,
-                                         config.enable_prefix_caching);
+                                         config.enable_prefix_caching, plan.num_host_blocks);
   SchedulerConfig sc;
   sc.max_num_batched_tokens = config.max_num_batched_tokens;
   sc.max_num_seqs = config.max_num_seqs;
@@ -110,6 +110,8 @@ EngineStats EngineCore::stats() const {
   s.num_preemptions = scheduler_->num_preemptions();
   s.prefix_cache_queries = kv_->prefix_cache_queries();
   s.prefix_cache_hits = kv_->prefix_cache_hits();
+  s.kv_offload_stores = kv_->offload_stores();
+  s.kv_offload_loads = kv_->offload_loads();
   return s;
 }
 

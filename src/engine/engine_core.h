@@ -38,6 +38,8 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
+  int64_t kv_offload_stores = 0;  // blocks copied to the host tier
+  int64_t kv_offload_loads = 0;   // blocks loaded back from it
 };
 
 // The step loop as the layers above see it (AsyncEngine, tests); EngineCore runs a model,

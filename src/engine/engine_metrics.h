@@ -40,6 +40,8 @@ struct EngineMetrics {
   int64_t num_preemptions = 0;
   int64_t prefix_cache_queries = 0;  // tokens
   int64_t prefix_cache_hits = 0;     // tokens
+  int64_t kv_offload_stores = 0;     // blocks copied to host memory
+  int64_t kv_offload_loads = 0;      // blocks loaded back from it
   int64_t prompt_tokens = 0;
   int64_t generation_tokens = 0;
   std::array<int64_t, 3> request_success{};  // by finish reason: stop, length, abort

@@ -13,6 +13,7 @@ EngineConfig engine_config_from(const EngineArgs& args) {
   EngineConfig config;
   config.block_size = args.block_size;
   if (args.kv_cache_memory > 0) config.kv_cache_memory = args.kv_cache_memory;
+  config.kv_offload_memory = static_cast<int64_t>(args.kv_offloading_size * static_cast<double>(int64_t{1} << 30));
   config.max_model_len = args.max_model_len;
   config.max_num_seqs = args.max_num_seqs;
   config.max_num_batched_tokens = args.max_num_batched_tokens;

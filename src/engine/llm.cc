@@ -80,6 +80,8 @@ LLM::Stats LLM::stats() const {
   s.prefix_cache_queries = e.prefix_cache_queries;
   s.prefix_cache_hits = e.prefix_cache_hits;
   s.num_preemptions = e.num_preemptions;
+  s.kv_offload_stores = e.kv_offload_stores;
+  s.kv_offload_loads = e.kv_offload_loads;
   return s;
 }
 

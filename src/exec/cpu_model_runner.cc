@@ -1,6 +1,7 @@
 #include "exec/cpu_model_runner.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/check.h"
 
@@ -27,10 +28,35 @@ void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base,
   }
 }
 
-CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape)
-    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size) {}
+CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks)
+    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size) {
+  if (num_host_blocks > 0) {
+    KvCacheShape host = shape;
+    host.num_blocks = num_host_blocks;
+    host_tier_ = std::make_unique<KvCache>(host);
+  }
+}
+
+namespace {
+
+// Every layer's K and V of block `from` in `src` to block `to` in `dst`.
+void copy_block(KvCache& src, int32_t from, KvCache& dst, int32_t to) {
+  const KvCacheShape& s = src.shape();
+  const size_t slab = static_cast<size_t>(s.block_size * s.kv_dim());
+  TESSERA_CHECK(from >= 0 && from < src.shape().num_blocks && to >= 0 && to < dst.shape().num_blocks);
+  for (int64_t l = 0; l < s.num_layers; ++l) {
+    std::memcpy(dst.k(l) + to * slab, src.k(l) + from * slab, slab * sizeof(float));
+    std::memcpy(dst.v(l) + to * slab, src.v(l) + from * slab, slab * sizeof(float));
+  }
+}
+
+}  // namespace
 
 void CpuModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+  TESSERA_CHECK_MSG(host_tier_ != nullptr || (out.kv_stores.empty() && out.kv_loads.empty()),
+                    "KV offload copies without a host tier");
+  for (const KvBlockCopy& c : out.kv_stores) copy_block(cache_, c.device_block, *host_tier_, c.host_block);
+  for (const KvBlockCopy& c : out.kv_loads) copy_block(*host_tier_, c.host_block, cache_, c.device_block);
   batch_ = ForwardBatch();
   rows->assign(out.requests.size(), LogitsRows{});
   const int64_t block_size = cache_.shape().block_size;

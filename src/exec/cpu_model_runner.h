@@ -1,7 +1,10 @@
 // CpuModelRunner: the host backend's ModelRunner: one ForwardBatch per step through a
-// Model over a host KV cache; every sampling happens on the host from its logits.
+// Model over a host KV cache; every sampling happens on the host from its logits. With KV
+// offload, a second KvCache of the same layout is the host tier (host_kv_tier.h); a step's
+// block copies run before its forward.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "exec/forward_batch.h"
@@ -13,7 +16,7 @@ namespace tessera {
 
 class CpuModelRunner : public ModelRunner {
  public:
-  CpuModelRunner(Model& model, const KvCacheShape& shape);
+  CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks = 0);
 
   void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
   const float* logits(int32_t row) const override {
@@ -25,6 +28,7 @@ class CpuModelRunner : public ModelRunner {
  private:
   Model& model_;
   KvCache cache_;
+  std::unique_ptr<KvCache> host_tier_;  // KV offload: [num_host_blocks] blocks, or null
   int64_t vocab_size_;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [rows, vocab_size]

@@ -8,50 +8,18 @@
 namespace tessera {
 
 BlockPool::BlockPool(int32_t num_blocks, bool enable_caching)
-    : blocks_(static_cast<size_t>(std::max(num_blocks, 1))), enable_caching_(enable_caching) {
-  for (int32_t id = 1; id < num_blocks; ++id) push_free_tail(id);
+    : blocks_(static_cast<size_t>(std::max(num_blocks, 1))), free_(std::max(num_blocks, 1)), enable_caching_(enable_caching) {
+  for (int32_t id = 1; id < num_blocks; ++id) free_.push_back(id);
 }
 
 double BlockPool::usage() const {
   const int32_t usable = num_blocks() - 1;
-  return usable <= 0 ? 0.0 : 1.0 - static_cast<double>(num_free_) / usable;
+  return usable <= 0 ? 0.0 : 1.0 - static_cast<double>(free_.size()) / usable;
 }
 
-void BlockPool::push_free_tail(int32_t id) {
+std::optional<BlockHash> BlockPool::evict_hash(int32_t id) {
   Block& b = blocks_[id];
-  b.prev = tail_;
-  b.next = -1;
-  b.in_free_list = true;
-  if (tail_ >= 0) {
-    blocks_[tail_].next = id;
-  } else {
-    head_ = id;
-  }
-  tail_ = id;
-  ++num_free_;
-}
-
-void BlockPool::unlink_free(int32_t id) {
-  Block& b = blocks_[id];
-  TESSERA_CHECK(b.in_free_list);
-  if (b.prev >= 0) {
-    blocks_[b.prev].next = b.next;
-  } else {
-    head_ = b.next;
-  }
-  if (b.next >= 0) {
-    blocks_[b.next].prev = b.prev;
-  } else {
-    tail_ = b.prev;
-  }
-  b.prev = b.next = -1;
-  b.in_free_list = false;
-  --num_free_;
-}
-
-void BlockPool::evict_hash(int32_t id) {
-  Block& b = blocks_[id];
-  if (!b.has_hash) return;
+  if (!b.has_hash) return std::nullopt;
   auto it = cached_.find(b.hash);
   TESSERA_CHECK(it != cached_.end());
   auto& ids = it->second;
@@ -59,16 +27,17 @@ void BlockPool::evict_hash(int32_t id) {
   if (ids.empty()) cached_.erase(it);
   b.has_hash = false;
   --num_cached_;
+  return b.hash;
 }
 
-std::vector<BlockId> BlockPool::get_new_blocks(int32_t n) {
-  TESSERA_CHECK_MSG(n >= 0 && n <= num_free_, "get_new_blocks: not enough free blocks");
+std::vector<BlockId> BlockPool::get_new_blocks(int32_t n, std::vector<std::pair<BlockId, BlockHash>>* evicted) {
+  TESSERA_CHECK_MSG(n >= 0 && n <= free_.size(), "get_new_blocks: not enough free blocks");
   std::vector<BlockId> out;
   out.reserve(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t id = head_;
-    unlink_free(id);
-    evict_hash(id);
+    const int32_t id = free_.front();
+    free_.erase(id);
+    if (std::optional<BlockHash> h = evict_hash(id); h && evicted != nullptr) evicted->emplace_back(BlockId{id}, *h);
     blocks_[id].ref_cnt = 1;
     out.emplace_back(id);
   }
@@ -86,7 +55,7 @@ void BlockPool::touch(std::span<const BlockId> blocks) {
   for (BlockId id : blocks) {
     TESSERA_CHECK(id.value > 0 && id.value < num_blocks());
     Block& b = blocks_[id.value];
-    if (b.ref_cnt == 0) unlink_free(id.value);
+    if (b.ref_cnt == 0) free_.erase(id.value);
     ++b.ref_cnt;
   }
 }
@@ -96,7 +65,7 @@ void BlockPool::free_blocks(std::span<const BlockId> blocks) {
     TESSERA_CHECK(id.value > 0 && id.value < num_blocks());
     Block& b = blocks_[id.value];
     TESSERA_CHECK_MSG(b.ref_cnt > 0, "free_blocks: block freed more often than taken");
-    if (--b.ref_cnt == 0) push_free_tail(id.value);
+    if (--b.ref_cnt == 0) free_.push_back(id.value);
   }
 }
 
@@ -115,7 +84,7 @@ void BlockPool::cache_block(BlockId id, const BlockHash& hash) {
 }
 
 bool BlockPool::reset_prefix_cache() {
-  if (num_free_ != num_blocks() - 1) return false;
+  if (free_.size() != num_blocks() - 1) return false;
   for (Block& b : blocks_) b.has_hash = false;
   cached_.clear();
   num_cached_ = 0;
@@ -130,27 +99,18 @@ std::optional<BlockHash> BlockPool::block_hash(BlockId id) const {
 
 std::vector<BlockId> BlockPool::free_list() const {
   std::vector<BlockId> out;
-  for (int32_t id = head_; id >= 0; id = blocks_[id].next) out.emplace_back(id);
+  for (int32_t id = free_.front(); id >= 0; id = free_.next(id)) out.emplace_back(id);
   return out;
 }
 
 std::string BlockPool::check_invariants() const {
-  int32_t count = 0, prev = -1;
-  for (int32_t id = head_; id >= 0; id = blocks_[id].next) {
-    const Block& b = blocks_[id];
-    if (id == 0) return "null block in the free list";
-    if (!b.in_free_list || b.ref_cnt != 0) return "block " + std::to_string(id) + " in the free list but referenced";
-    if (b.prev != prev) return "free list back link broken at " + std::to_string(id);
-    prev = id;
-    if (++count > num_blocks()) return "free list has a cycle";
-  }
-  if (prev != tail_) return "free list tail mismatch";
-  if (count != num_free_) return "num_free mismatch";
+  if (std::string e = free_.check(); !e.empty()) return "free " + e;
+  if (free_.contains(0)) return "null block in the free list";
   size_t hashed = 0;
   for (int32_t id = 1; id < num_blocks(); ++id) {
     const Block& b = blocks_[id];
     if (b.ref_cnt < 0) return "negative ref count";
-    if ((b.ref_cnt == 0) != b.in_free_list) return "block " + std::to_string(id) + " free-list membership wrong";
+    if ((b.ref_cnt == 0) != free_.contains(id)) return "block " + std::to_string(id) + " free-list membership wrong";
     if (b.has_hash) {
       ++hashed;
       auto it = cached_.find(b.hash);
@@ -167,7 +127,7 @@ std::string BlockPool::check_invariants() const {
     table += ids.size();
   }
   if (hashed != table || hashed != num_cached_) return "cached block count mismatch";
-  if (blocks_[0].ref_cnt != 0 || blocks_[0].in_free_list) return "null block touched";
+  if (blocks_[0].ref_cnt != 0 || free_.contains(0)) return "null block touched";
   return "";
 }
 

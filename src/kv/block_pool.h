@@ -12,10 +12,12 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/ids.h"
 #include "kv/block_hash.h"
+#include "kv/index_list.h"
 
 namespace tessera {
 
@@ -26,14 +28,15 @@ class BlockPool {
 
   int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
   // Blocks that can be handed out now (free, cached or not).
-  int32_t num_free_blocks() const { return num_free_; }
+  int32_t num_free_blocks() const { return free_.size(); }
   // Fraction of usable blocks referenced by some request.
   double usage() const;
   static constexpr BlockId null_block() { return BlockId{0}; }
 
   // Takes n blocks from the head of the free list (ref_cnt 1 each), evicting their cached
-  // hashes. Precondition: n <= num_free_blocks().
-  std::vector<BlockId> get_new_blocks(int32_t n);
+  // hashes; each evicted (block, hash) is appended to `evicted` when given (the KV offload
+  // tier copies them out first). Precondition: n <= num_free_blocks().
+  std::vector<BlockId> get_new_blocks(int32_t n, std::vector<std::pair<BlockId, BlockHash>>* evicted = nullptr);
 
   // A cached block holding exactly this prefix, if any (takes no reference).
   std::optional<BlockId> get_cached_block(const BlockHash& hash) const;
@@ -51,6 +54,9 @@ class BlockPool {
   // the same prefix at once) and any of them serves a hit.
   void cache_block(BlockId block, const BlockHash& hash);
 
+  // Drops the block's cached hash (its K/V will not be written after all).
+  void uncache_block(BlockId block) { evict_hash(block.value); }
+
   // Drops every cached hash; only when no block is referenced (returns false otherwise).
   bool reset_prefix_cache();
 
@@ -67,18 +73,13 @@ class BlockPool {
     int32_t ref_cnt = 0;
     bool has_hash = false;
     BlockHash hash;
-    int32_t prev = -1;  // free list links (-1: none)
-    int32_t next = -1;
-    bool in_free_list = false;
   };
 
-  void push_free_tail(int32_t id);
-  void unlink_free(int32_t id);
-  void evict_hash(int32_t id);
+  // Drops the block's cached hash, if any; returns it.
+  std::optional<BlockHash> evict_hash(int32_t id);
 
   std::vector<Block> blocks_;
-  int32_t head_ = -1, tail_ = -1;
-  int32_t num_free_ = 0;
+  IndexList free_;  // blocks with ref_cnt 0, least recently freed first
   bool enable_caching_;
   size_t num_cached_ = 0;
   std::unordered_map<BlockHash, std::vector<int32_t>, BlockHashHasher> cached_;

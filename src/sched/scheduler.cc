@@ -104,6 +104,8 @@ SchedulerOutput Scheduler::schedule(bool look_ahead) {
       if (auto it = std::find(scheduled.begin(), scheduled.end(), victim); it != scheduled.end()) {
         // Already scheduled this step: take its tokens back out of the step.
         auto s = std::find_if(out.requests.begin(), out.requests.end(), [&](const auto& q) { return q.id == victim->id; });
+        // The blocks its tokens would have filled were cached when scheduled: not any more.
+        kv_.uncache_unwritten(victim->id, s->num_computed_tokens);
         budget += s->num_scheduled_tokens;
         out.total_num_scheduled_tokens -= s->num_scheduled_tokens;
         out.requests.erase(s);
@@ -149,6 +151,13 @@ SchedulerOutput Scheduler::schedule(bool look_ahead) {
       running_.push_back(r);
       emit(r, n, false);
     }
+  }
+  // The copies this step's allocations need. A step left empty (its only request preempted
+  // itself) keeps them for the next one: the blocks they read are not written before.
+  if (!out.empty()) {
+    KvCopies copies = kv_.take_copies();
+    out.kv_stores = std::move(copies.stores);
+    out.kv_loads = std::move(copies.loads);
   }
   return out;
 }

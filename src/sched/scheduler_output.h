@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "kv/kv_block_copy.h"
 
 namespace tessera {
 
@@ -30,6 +31,10 @@ struct SchedulerOutput {
   // A look-ahead schedule that ran out of KV blocks (it never preempts): the next step
   // should be scheduled once the step in flight is done, with preemption.
   bool look_ahead_stalled = false;
+  // KV offload (host_kv_tier.h): block copies to do before this step's forward, stores
+  // (device -> host) first, then loads (host -> device).
+  std::vector<KvBlockCopy> kv_stores;
+  std::vector<KvBlockCopy> kv_loads;
   bool empty() const { return requests.empty(); }
 };
 

@@ -84,6 +84,8 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   w.counter("prefix_cache_queries", static_cast<double>(m.prefix_cache_queries), "Prompt tokens looked up in the prefix cache.");
   w.counter("prefix_cache_hits", static_cast<double>(m.prefix_cache_hits), "Prompt tokens found in the prefix cache.");
   w.counter("num_preemptions", static_cast<double>(m.num_preemptions), "Requests preempted for lack of KV-cache blocks.");
+  w.counter("kv_offload_stores", static_cast<double>(m.kv_offload_stores), "KV blocks copied to host memory on eviction.");
+  w.counter("kv_offload_loads", static_cast<double>(m.kv_offload_loads), "KV blocks loaded back from host memory.");
   w.counter("prompt_tokens", static_cast<double>(m.prompt_tokens), "Prompt tokens of admitted requests.");
   w.counter("generation_tokens", static_cast<double>(m.generation_tokens), "Generated tokens.");
   w.header("request_success", "counter", "Finished completions by finish reason.");

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hf_golden.h"
+#include "common/kv_offload_scenario.h"
 #include "common/test_paths.h"
 #include "tessera/llm.h"
 
@@ -248,6 +249,16 @@ TEST(CudaLogitAdjustments, DeviceTokensEqualTheHostPath) {
     tokens += static_cast<int64_t>(device[i].outputs[0].token_ids.size());
   }
   EXPECT_GT(tokens, 300);
+}
+
+// KV offload on the device (pinned host memory, strided copies on the step's stream):
+// tests/common/kv_offload_scenario.h.
+TEST(CudaKvOffload, LoadedPrefixGivesTheDeviceHitsTokens) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  EngineArgs base = tiny_cuda_args();
+  base.enable_prefix_caching = true;
+  base.async_scheduling = false;
+  testing::expect_offloaded_prefix_matches_device_hit(base, 2 * 2 * 16 * 32 * 2);  // bf16 blocks
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, CudaHfReference, ::testing::ValuesIn(golden_paths()), [](const auto& info) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/kv_offload_scenario.h"
 #include "common/test_paths.h"
 #include "tessera/llm.h"
 
@@ -220,6 +221,9 @@ TEST(LlmEngine, BadRequestsFailAloneAndOthersRun) {
   EXPECT_EQ(capped[0].outputs.at(0).finish_reason, "length");
 }
 
+// A small KV cache preempts; the outputs stay those of an engine that never does, whether
+// preempted requests recompute or (KV offload) get the blocks they lost to the others'
+// growth back from host memory, stored there as they were evicted.
 TEST(LlmEngine, SmallKvCachePreemptsAndStillMatches) {
   const auto prompts = random_prompts(12, 512, 20, 60, 8);
   SamplingParams p;
@@ -230,15 +234,33 @@ TEST(LlmEngine, SmallKvCachePreemptsAndStillMatches) {
   auto ref = LLM::create(big);
   ASSERT_TRUE(ref.ok());
   const auto expected = (*ref)->generate(prompts, p);
-  EngineArgs small = big;
-  small.max_model_len = 128;
-  // 12 blocks of 16 tokens: room for about two requests at a time.
-  small.kv_cache_memory = 12 * 2 * 5 * 16 * 32 * 4;  // blocks x K,V x layers x tokens x kv_dim x fp32
-  auto llm = LLM::create(small);
-  ASSERT_TRUE(llm.ok()) << llm.error();
-  const auto got = (*llm)->generate(prompts, p);
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].outputs.at(0).token_ids, expected[i].outputs.at(0).token_ids);
-  EXPECT_GT((*llm)->stats().num_preemptions, 0);
+  const int64_t block_bytes = 2 * 5 * 16 * 32 * 4;  // K,V x layers x tokens x kv_dim x fp32
+  for (int64_t host_blocks : {0, 200}) {
+    EngineArgs small = big;
+    small.max_model_len = 128;
+    small.kv_cache_memory = 12 * block_bytes;  // room for about two requests at a time
+    small.kv_offloading_size = static_cast<double>(host_blocks * block_bytes) / static_cast<double>(int64_t{1} << 30);
+    auto llm = LLM::create(small);
+    ASSERT_TRUE(llm.ok()) << llm.error();
+    const auto got = (*llm)->generate(prompts, p);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].outputs.at(0).token_ids, expected[i].outputs.at(0).token_ids) << "host blocks " << host_blocks;
+    }
+    const LLM::Stats st = (*llm)->stats();
+    EXPECT_GT(st.num_preemptions, 0);
+    EXPECT_EQ(st.kv_offload_loads > 0, host_blocks > 0);
+    EXPECT_EQ(st.kv_offload_stores > 0, host_blocks > 0);
+    if (host_blocks > 0) {
+      small.enable_prefix_caching = false;
+      EXPECT_FALSE(LLM::create(small).ok());  // the host tier keeps prefix-cache blocks
+    }
+  }
+}
+
+// A prefix evicted to host memory and loaded back (tests/common/kv_offload_scenario.h).
+TEST(LlmEngine, KvOffloadLoadedPrefixGivesTheDeviceHitsTokens) {
+  testing::expect_offloaded_prefix_matches_device_hit(quiet(testing::test_data() + "/models/tiny-llama3"),
+                                                      2 * 2 * 16 * 32 * 4);  // K,V x layers x tokens x kv_dim x fp32
 }
 
 TEST(LlmEngine, BeamSearchWidthOneIsGreedyAndScoresAreTrueLogprobs) {

@@ -20,7 +20,18 @@ constexpr int32_t kEos = 2;
 struct FakeRunner {
   int32_t block_size;
   std::vector<int32_t> slots;  // token id per cache slot, -1 = never written
-  FakeRunner(int32_t num_blocks, int32_t bs) : block_size(bs), slots(static_cast<size_t>(num_blocks * bs), -1) {}
+  std::vector<int32_t> host;   // the KV offload tier's slots, the same way
+  FakeRunner(int32_t num_blocks, int32_t bs, int32_t host_blocks = 0)
+      : block_size(bs), slots(static_cast<size_t>(num_blocks * bs), -1), host(static_cast<size_t>(host_blocks * bs), -1) {}
+
+  // KV offload copies, as a runner does them before the forward: stores, then loads.
+  void copy(const SchedulerOutput& out) {
+    auto move = [&](const std::vector<int32_t>& from, int32_t fb, std::vector<int32_t>& to, int32_t tb) {
+      for (int32_t i = 0; i < block_size; ++i) to.at(static_cast<size_t>(tb * block_size + i)) = from.at(static_cast<size_t>(fb * block_size + i));
+    };
+    for (const KvBlockCopy& c : out.kv_stores) move(slots, c.device_block, host, c.host_block);
+    for (const KvBlockCopy& c : out.kv_loads) move(host, c.host_block, slots, c.device_block);
+  }
 
   static int32_t next_token(const std::vector<int32_t>& seq) {
     uint64_t h = 1469598103934665603ULL;
@@ -30,6 +41,7 @@ struct FakeRunner {
 
   // Returns the sampled tokens of the step (one per request that samples).
   std::vector<int32_t> run(const SchedulerOutput& out, const Scheduler& sched) {
+    copy(out);
     std::vector<int32_t> sampled;
     for (const ScheduledRequest& s : out.requests) {
       const Request* r = sched.request(s.id);
@@ -64,8 +76,10 @@ struct Harness {
   FakeRunner runner;
   std::map<uint64_t, std::unique_ptr<Request>> finished;
   uint64_t next_seq = 0;
-  Harness(int32_t num_blocks, int32_t block_size, SchedulerConfig cfg, bool prefix_caching = true)
-      : kv(num_blocks, block_size, prefix_caching), sched(cfg, kv, {kEos}), runner(num_blocks, block_size) {}
+  Harness(int32_t num_blocks, int32_t block_size, SchedulerConfig cfg, bool prefix_caching = true,
+          int32_t host_blocks = 0)
+      : kv(num_blocks, block_size, prefix_caching, host_blocks), sched(cfg, kv, {kEos}),
+        runner(num_blocks, block_size, host_blocks) {}
 
   RequestId add(uint64_t id, std::vector<int32_t> prompt, int64_t max_tokens, int32_t priority = 0) {
     SamplingParams p;
@@ -252,13 +266,13 @@ TEST(Scheduler, PrefixHitsSkipComputeAndReadTheSharedBlocks) {
 
 // Thousands of arrivals, aborts, preemptions and completions; the fake runner checks every
 // read, the manager its invariants, and every request ends finished or aborted.
-TEST(Scheduler, RandomizedArrivalsAbortsAndPreemptions) {
+void randomized_arrivals_aborts_and_preemptions(int32_t host_blocks) {
   std::mt19937 rng(11);
   SchedulerConfig cfg;
   cfg.max_num_batched_tokens = 48;
   cfg.max_num_seqs = 12;
   cfg.max_model_len = 200;
-  Harness h(40, 4, cfg);
+  Harness h(40, 4, cfg, /*prefix_caching=*/true, host_blocks);
   uint64_t next_id = 1;
   int aborted = 0;
   std::vector<uint64_t> live;
@@ -286,7 +300,17 @@ TEST(Scheduler, RandomizedArrivalsAbortsAndPreemptions) {
   EXPECT_GT(aborted, 0);
   EXPECT_GT(h.sched.num_preemptions(), 0);
   h.expect_all_blocks_free();
+  if (host_blocks > 0) {
+    EXPECT_GT(h.kv.offload_stores(), 0);
+    EXPECT_GT(h.kv.offload_loads(), 0);
+  }
 }
+
+TEST(Scheduler, RandomizedArrivalsAbortsAndPreemptions) { randomized_arrivals_aborts_and_preemptions(0); }
+
+// The same with a host tier: every step's copies run before its forward (the fake runner
+// checks that each request reads back exactly its tokens, loaded blocks included).
+TEST(Scheduler, RandomizedRunsWithKvOffloadReadBackTheirTokens) { randomized_arrivals_aborts_and_preemptions(24); }
 
 // Look-ahead scheduling (a step in flight whose tokens stay on the device): a request that
 // sampled decodes its pending token at position num_tokens(), unless that token ends it for

@@ -31,7 +31,8 @@ class CudaModelRunner : public ModelRunner {
   // use_graphs: replay decode steps from CUDA graphs captured per batch-size bucket.
   static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model, const EngineConfig& config,
                                                          int32_t max_model_len, bool use_graphs);
-  // Allocates the KV cache the plan sized (call once, before the first step).
+  // Allocates the KV cache the plan sized, and its host tier when the plan has one (call
+  // once, before the first step).
   Status allocate_kv(const KvCachePlan& plan);
   // Before the first request (unless TESSERA_CUDA_WARMUP=0): one decode step of padding
   // tokens per graph bucket, which captures every graph (and, with TESSERA_GEMM_TUNE=1,
@@ -61,6 +62,7 @@ class CudaModelRunner : public ModelRunner {
   CudaModelRunner() = default;
   // The two halves of a step (launch, collect) and what passes from one to the other.
   Status enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup);
+  Status copy_kv_blocks(const SchedulerOutput& out);
   Status finish_step(std::vector<LogitsRows>* rows);
   struct Launched {
     std::vector<LogitsRows> rows;
@@ -113,6 +115,9 @@ class CudaModelRunner : public ModelRunner {
   DeviceBuffer<int32_t> dev_in_;
   CudaActivations act_;
   CudaKvCache kv_;
+  PinnedBuffer<bf16> host_tier_;  // KV offload: [num_host_blocks][2 x layers][block slab]
+  int64_t kv_layers_ = 0, kv_slab_elems_ = 0;
+  int32_t num_host_blocks_ = 0;
   DeviceBuffer<float> dev_logits_;  // [max_logit_rows, vocab]
   PinnedBuffer<SamplingRow> host_sampling_[2];  // [max_tokens] parameters of each logits row
   DeviceBuffer<SamplingRow> dev_sampling_;
