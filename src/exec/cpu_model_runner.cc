@@ -53,10 +53,9 @@ void copy_block(KvCache& src, int32_t from, KvCache& dst, int32_t to) {
 }  // namespace
 
 void CpuModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
-  TESSERA_CHECK_MSG(host_tier_ != nullptr || (out.kv_stores.empty() && out.kv_loads.empty()),
-                    "KV offload copies without a host tier");
-  for (const KvBlockCopy& c : out.kv_stores) copy_block(cache_, c.device_block, *host_tier_, c.host_block);
-  for (const KvBlockCopy& c : out.kv_loads) copy_block(*host_tier_, c.host_block, cache_, c.device_block);
+  TESSERA_CHECK_MSG(host_tier_ != nullptr || out.kv_copies.empty(), "KV offload copies without a host tier");
+  for (const KvBlockCopy& c : out.kv_copies.stores) copy_block(cache_, c.device_block, *host_tier_, c.host_block);
+  for (const KvBlockCopy& c : out.kv_copies.loads) copy_block(*host_tier_, c.host_block, cache_, c.device_block);
   batch_ = ForwardBatch();
   rows->assign(out.requests.size(), LogitsRows{});
   const int64_t block_size = cache_.shape().block_size;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace tessera {
 
@@ -11,6 +12,14 @@ struct KvBlockCopy {
   int32_t device_block = 0;
   int32_t host_block = 0;
   bool operator==(const KvBlockCopy&) const = default;
+};
+
+// The copies a step's allocations need before its forward: stores (device -> host) first,
+// then loads (host -> device).
+struct KvCopies {
+  std::vector<KvBlockCopy> stores;
+  std::vector<KvBlockCopy> loads;
+  bool empty() const { return stores.empty() && loads.empty(); }
 };
 
 }  // namespace tessera

@@ -26,13 +26,6 @@ struct ComputedBlocks {
   int32_t num_computed_tokens = 0;  // (blocks.size() + host_blocks.size()) * block_size
 };
 
-// The copies a step's allocations need before its forward: stores (device -> host) first,
-// then loads (host -> device).
-struct KvCopies {
-  std::vector<KvBlockCopy> stores;
-  std::vector<KvBlockCopy> loads;
-};
-
 class KvCacheManager {
  public:
   // num_host_blocks > 0 (with prefix caching): a host tier of that many blocks keeps the
@@ -45,8 +38,8 @@ class KvCacheManager {
   double usage() const { return pool_.usage(); }
 
   // The longest cached prefix of `tokens` in whole blocks, at most tokens.size() - 1 tokens
-  // (the last token is always computed: its logits are needed): on the device, then on
-  // in the host tier. Takes no references (host blocks found stay pinned for this step).
+  // (the last token is always computed: its logits are needed): on the device, then in
+  // the host tier. Takes no references (host blocks found stay pinned for this step).
   // Counts a prefix-cache query of tokens.size() tokens and its hit tokens. The request's
   // extra keys must stay the same for its life (its block hashes are kept until free()).
   ComputedBlocks get_computed_blocks(RequestId id, std::span<const int32_t> tokens, ExtraKeys extra_keys = {});

@@ -154,11 +154,7 @@ SchedulerOutput Scheduler::schedule(bool look_ahead) {
   }
   // The copies this step's allocations need. A step left empty (its only request preempted
   // itself) keeps them for the next one: the blocks they read are not written before.
-  if (!out.empty()) {
-    KvCopies copies = kv_.take_copies();
-    out.kv_stores = std::move(copies.stores);
-    out.kv_loads = std::move(copies.loads);
-  }
+  if (!out.empty()) out.kv_copies = kv_.take_copies();
   return out;
 }
 

@@ -31,10 +31,8 @@ struct SchedulerOutput {
   // A look-ahead schedule that ran out of KV blocks (it never preempts): the next step
   // should be scheduled once the step in flight is done, with preemption.
   bool look_ahead_stalled = false;
-  // KV offload (host_kv_tier.h): block copies to do before this step's forward, stores
-  // (device -> host) first, then loads (host -> device).
-  std::vector<KvBlockCopy> kv_stores;
-  std::vector<KvBlockCopy> kv_loads;
+  // KV offload (host_kv_tier.h): block copies to do before this step's forward.
+  KvCopies kv_copies;
   bool empty() const { return requests.empty(); }
 };
 

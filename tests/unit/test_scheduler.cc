@@ -29,8 +29,8 @@ struct FakeRunner {
     auto move = [&](const std::vector<int32_t>& from, int32_t fb, std::vector<int32_t>& to, int32_t tb) {
       for (int32_t i = 0; i < block_size; ++i) to.at(static_cast<size_t>(tb * block_size + i)) = from.at(static_cast<size_t>(fb * block_size + i));
     };
-    for (const KvBlockCopy& c : out.kv_stores) move(slots, c.device_block, host, c.host_block);
-    for (const KvBlockCopy& c : out.kv_loads) move(host, c.host_block, slots, c.device_block);
+    for (const KvBlockCopy& c : out.kv_copies.stores) move(slots, c.device_block, host, c.host_block);
+    for (const KvBlockCopy& c : out.kv_copies.loads) move(host, c.host_block, slots, c.device_block);
   }
 
   static int32_t next_token(const std::vector<int32_t>& seq) {

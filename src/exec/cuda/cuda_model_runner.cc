@@ -175,7 +175,7 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 // stream. The device's slabs of a block sit layer_elems apart (K and V of every layer), the
 // host's back to back.
 Status CudaModelRunner::copy_kv_blocks(const SchedulerOutput& out) {
-  if (out.kv_stores.empty() && out.kv_loads.empty()) return Status();
+  if (out.kv_copies.empty()) return Status();
   if (host_tier_.get() == nullptr) return Status::error("KV offload copies without a host tier");
   const size_t slab = static_cast<size_t>(kv_slab_elems_) * sizeof(bf16);
   const size_t pitch = static_cast<size_t>(kv_.layer_elems) * sizeof(bf16);
@@ -200,10 +200,10 @@ Status CudaModelRunner::copy_kv_blocks(const SchedulerOutput& out) {
     }
     return Status();
   };
-  for (const KvBlockCopy& c : out.kv_stores) {
+  for (const KvBlockCopy& c : out.kv_copies.stores) {
     if (Status s = copy(c, true); !s.ok()) return s;
   }
-  for (const KvBlockCopy& c : out.kv_loads) {
+  for (const KvBlockCopy& c : out.kv_copies.loads) {
     if (Status s = copy(c, false); !s.ok()) return s;
   }
   return Status();
