@@ -10,6 +10,9 @@
 //     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
 //     left out of both), then the fused chain with PDL for each variant (the engine's
 //     TESSERA_GEMV_VARIANT=N runs variant N).
+// `bench_gemv --profile [V]` instead launches, at n = 1 and without graphs, q/k/v, gate/up
+// and down twice each as GEMV variant V (default 0) and twice as cuBLASLt (each on another
+// layer's weights): twelve kernels for a profiler (ncu) to compare, nothing printed.
 // Run on the GPU machine.
 #include <cuda_runtime_api.h>
 
@@ -169,7 +172,8 @@ void run_cublas(tc::Gemm& gemm, Op op, const Model& w, const Acts& a, int64_t n,
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "bench_gemv: no CUDA device\n");
@@ -202,10 +206,21 @@ int main() {
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   tc::Gemm gemm;
+  if (profile) {
+    int layer = 0;
+    for (Op op : {kQkvOp, kGateUpOp, kDownOp}) {
+      const int v = argc > 2 ? std::atoi(argv[2]) : 0;
+      for (int i = 0; i < 2; ++i) run_fused(op, w, a, 1, layer++, {false, v}, stream);
+      for (int i = 0; i < 2; ++i) run_cublas(gemm, op, w, a, 1, layer++, stream);
+    }
+    check(cudaStreamSynchronize(stream), "profile");
+    return 0;
+  }
   const int variants = tc::gemv_variant_count();
   std::printf("variants:");
   for (int v = 0; v < variants; ++v) {
-    std::printf("  v%d = %d warps x %d stages", v, tc::gemv_variant(v).warps, tc::gemv_variant(v).stages);
+    const tc::GemvVariant var = tc::gemv_variant(v);
+    std::printf("  v%d = %s%d warps x %d stages", v, var.bulk ? "bulk, " : "", var.warps, var.stages);
   }
   std::printf("\n");
 

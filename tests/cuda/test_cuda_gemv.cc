@@ -311,6 +311,11 @@ TEST(CudaGemv, MatchesCpuOnLlama8BShapes) {
   for (const Shape& s : kLlama8B) {
     const Weights wt(s, seed++);
     for (int64_t n : kTokenCounts) check_case(s, wt, n, {}, seed++);
+    // The bulk-copy kernels: a CTA per SM over many tiles, k of 8 chunks and more.
+    for (int v = 0; v < cuda::gemv_variant_count(); ++v) {
+      if (!cuda::gemv_variant(v).bulk) continue;
+      for (int64_t n : {1, 16}) check_case(s, wt, n, {true, v}, seed++);
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 // Epilogue. Each warp leaves its C fragments (and partial sums of squares) in its own
 // ring; after one barrier the CTA's threads sum them over the warps, one output element
 // per thread, and store / add / silu-mul.
+#include <algorithm>
 #include <atomic>
 
 #include "backend/cuda/gemv.h"
@@ -114,6 +115,106 @@ struct XStep {
   uint4 nw[kChunks];
 };
 
+// One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
+// the x (and norm weights) of the step; with the norm, sums x^2 into ss.
+template <bool kNorm, bool kTok16>
+__device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2], const XStep& cur,
+                                         const uint4 (&wv)[kGroups][kChunks]) {
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+    uint32_t a[2][4];  // [token half][column pair]
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kNorm) {
+        a[0][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q), ss[0]);
+        a[1][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q), ss[1]) : 0u;
+      } else {
+        a[0][q] = word(cur.x[0][j], q);
+        a[1][q] = kTok16 ? word(cur.x[1][j], q) : 0u;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int rg = 0; rg < kGroups; ++rg) {
+        mma_bf16(acc[rg], a[0][2 * h], a[1][2 * h], a[0][2 * h + 1], a[1][2 * h + 1], word(wv[rg][j], 2 * h),
+                 word(wv[rg][j], 2 * h + 1));
+      }
+    }
+  }
+}
+
+// The epilogue of a tile (16 weight rows; gemv_silu_mul: 8 gate and their 8 up rows): W
+// warps left their C fragments at all + w * warp_floats (and, with the norm, their sums of
+// squares after them); thread tid of the W * 32 sums them over the warps, one output element
+// each, and stores / adds / silu-muls. C fragment element q of lane (g, c): token
+// g + 8 * (q / 2), row 2c + q % 2 of the group.
+template <int W, bool kNorm, bool kTok16, Epi E>
+__device__ __forceinline__ void write_outputs(const Params& p, const float* all, int warp_floats, int64_t tile,
+                                              int tid) {
+  constexpr int kNc = kTok16 ? 4 : 2;
+  constexpr int kSsOffset = kGroups * kNc * 32;
+  constexpr int kOutGroups = E == Epi::kSiluMul ? 1 : kGroups;
+  const int64_t m = p.m;
+  for (int e = tid; e < kOutGroups * kNc * 32; e += W * 32) {
+    const int el = e & 31, q = (e >> 5) % kNc, rg = e / (32 * kNc);
+    const int t = (el >> 2) + 8 * (q >> 1);
+    const int64_t row = tile * (kOutGroups * 8) + rg * 8 + 2 * (el & 3) + (q & 1);
+    if (t >= p.n || row >= m) continue;
+    const int slot = (rg * kNc + q) * 32 + el;
+    float v = 0.0f, u = 0.0f;
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      v += all[w * warp_floats + slot];
+      if constexpr (E == Epi::kSiluMul) u += all[w * warp_floats + slot + kNc * 32];  // the up group
+    }
+    if constexpr (kNorm) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < W; ++w) sum += all[w * warp_floats + kSsOffset + t];
+      const float inv_rms = rsqrtf(sum / static_cast<float>(p.k) + p.eps);
+      v *= inv_rms;
+      u *= inv_rms;
+    }
+    const int64_t at = t * m + row;
+    if constexpr (E == Epi::kBf16) {
+      static_cast<bf16*>(p.out)[at] = __float2bfloat16(v);
+    } else if constexpr (E == Epi::kF32) {
+      static_cast<float*>(p.out)[at] = v;
+    } else if constexpr (E == Epi::kAdd) {
+      bf16* r = static_cast<bf16*>(p.out);
+      r[at] = __float2bfloat16(__bfloat162float(r[at]) + __bfloat162float(__float2bfloat16(v)));
+    } else {
+      const float gate = __bfloat162float(__float2bfloat16(v)), up = __bfloat162float(__float2bfloat16(u));
+      static_cast<bf16*>(p.out)[at] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+    }
+  }
+}
+
+// A warp's partial sums of a tile (acc, and with the norm its sums of squares ss) into red:
+// [group][C element][lane], then [16] sums of squares per token.
+template <bool kNorm, bool kTok16>
+__device__ __forceinline__ void store_partials(float* red, const float (&acc)[kGroups][4], float (&ss)[2], int lane) {
+  constexpr int kNc = kTok16 ? 4 : 2;
+#pragma unroll
+  for (int rg = 0; rg < kGroups; ++rg) {
+#pragma unroll
+    for (int q = 0; q < kNc; ++q) red[(rg * kNc + q) * 32 + lane] = acc[rg][q];
+  }
+  if constexpr (kNorm) {
+    constexpr int kSsOffset = kGroups * kNc * 32;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
+      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
+    }
+    if ((lane & 3) == 0) {
+      red[kSsOffset + (lane >> 2)] = ss[0];
+      red[kSsOffset + (lane >> 2) + 8] = ss[1];
+    }
+  }
+}
+
 // Register budget: 3 CTAs of 8 warps per SM (2 with 16 tokens), which the 64 KB of shared
 // memory of the default shape allows too.
 template <int W, int S, bool kNorm, bool kTok16, Epi E>
@@ -197,127 +298,259 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 #pragma unroll
       for (int j = 0; j < kChunks; ++j) wv[rg][j] = lds128(src + (rg * kChunks + j) * 512);
     }
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      uint32_t a[2][4];  // [token half][column pair]
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        if constexpr (kNorm) {
-          a[0][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q), ss[0]);
-          a[1][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q), ss[1]) : 0u;
-        } else {
-          a[0][q] = word(cur.x[0][j], q);
-          a[1][q] = kTok16 ? word(cur.x[1][j], q) : 0u;
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int rg = 0; rg < kGroups; ++rg) {
-          mma_bf16(acc[rg], a[0][2 * h], a[1][2 * h], a[0][2 * h + 1], a[1][2 * h + 1], word(wv[rg][j], 2 * h),
-                   word(wv[rg][j], 2 * h + 1));
-        }
-      }
-    }
+    mma_step<kNorm, kTok16>(acc, ss, cur, wv);
     cur = next;
   }
+
 
   // Each warp's partial sums into its own ring (its copies have all landed), then the CTA's
   // threads sum over the warps. C fragment element q of lane (g, c): token g + 8 * (q / 2),
   // row 2c + q % 2 of the group.
-  constexpr int kNc = kTok16 ? 4 : 2;
   cp_async_wait<0>();
   __syncwarp();
-  float* red = reinterpret_cast<float*>(region);
-#pragma unroll
-  for (int rg = 0; rg < kGroups; ++rg) {
-#pragma unroll
-    for (int q = 0; q < kNc; ++q) red[(rg * kNc + q) * 32 + lane] = acc[rg][q];
-  }
-  constexpr int kSsOffset = kGroups * kNc * 32;  // floats; then [16] sums of squares
-  if constexpr (kNorm) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
-      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
+  store_partials<kNorm, kTok16>(reinterpret_cast<float*>(region), acc, ss, lane);
+  __syncthreads();
+  write_outputs<W, kNorm, kTok16, E>(p, reinterpret_cast<const float*>(smem), S * kStageBytes / 4,
+                                     static_cast<int64_t>(blockIdx.x), static_cast<int>(threadIdx.x));
+}
+
+// ---- Bulk-copy GEMV (GemvVariant::bulk) ----
+//
+// One CTA per SM, each owning a contiguous range of tiles (16 weight rows as above, over the
+// whole of k). A producer warp streams each tile in chunks of 512 columns: per stage, 16
+// one-KB bulk copies (one weight row segment each, cp.async.bulk through the copy engine)
+// into a ring of S stages, each completed on an mbarrier by the bytes it expects; 8
+// consumer warps do the math of the cp.async kernel (warp w takes columns [64w, 64w + 64) of
+// every chunk) and free a stage with an arrival on its "empty" mbarrier. The ring keeps up
+// to S x 16 KB per SM in flight however the tiles end, so the weight stream does not pause
+// at tile boundaries nor ramp up per CTA. After a tile's last chunk the consumers leave their
+// partial sums in one of two reduction buffers, meet at a named barrier and write the tile's
+// outputs while the producer is already streaming the next tiles.
+constexpr int kBulkConsumers = 8;                         // consumer warps
+constexpr int kBulkChunk = kBulkConsumers * kStepK;       // columns per stage: 512
+constexpr int kBulkRowBytes = kBulkChunk * 2;             // a row segment, 128-byte aligned
+constexpr int kBulkStageBytes = 16 * kBulkRowBytes;       // 16 KB
+constexpr int kBulkRedFloats = kGroups * 4 * 32 + 16;     // one warp's partials of a tile
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// Spins until the barrier's phase of the given parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// bytes (a multiple of 16) global -> shared through the copy engine, completing on bar.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
+                                          uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+}
+
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kBulkConsumers * 32) : "memory");
+}
+
+template <int S, bool kNorm, bool kTok16, Epi E>
+__global__ void __launch_bounds__((kBulkConsumers + 1) * 32, 1) gemv_bulk_kernel(const Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* red = reinterpret_cast<float*>(smem + S * kBulkStageBytes);  // [2][consumers][kBulkRedFloats]
+  const uint32_t stages = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(red + 2 * kBulkConsumers * kBulkRedFloats));
+  const uint32_t empty = full + S * 8;  // S 8-byte barriers each
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t k = p.k, m = p.m;
+  constexpr int kTileRows = E == Epi::kSiluMul ? 8 : 16;  // output rows per tile
+  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
+  const int64_t t0 = tiles * blockIdx.x / gridDim.x, t1 = tiles * (blockIdx.x + 1) / gridDim.x;
+  const int chunks = static_cast<int>((k + kBulkChunk - 1) / kBulkChunk);
+  const int64_t total = (t1 - t0) * chunks;  // stages this CTA streams
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbar_init(full + 8 * i, 1);
+      mbar_init(empty + 8 * i, kBulkConsumers);
     }
-    if (c == 0) {
-      red[kSsOffset + g] = ss[0];
-      red[kSsOffset + g + 8] = ss[1];
-    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  constexpr int kOutGroups = E == Epi::kSiluMul ? 1 : kGroups;
-  constexpr int kWarpFloats = S * kStageBytes / 4;
-  const float* all = reinterpret_cast<const float*>(smem);
-  for (int e = static_cast<int>(threadIdx.x); e < kOutGroups * kNc * 32; e += W * 32) {
-    const int el = e & 31, q = (e >> 5) % kNc, rg = e / (32 * kNc);
-    const int t = (el >> 2) + 8 * (q >> 1);
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * (kOutGroups * 8) + rg * 8 + 2 * (el & 3) + (q & 1);
-    if (t >= p.n || row >= m) continue;
-    const int slot = (rg * kNc + q) * 32 + el;
-    float v = 0.0f, u = 0.0f;
-#pragma unroll
-    for (int w = 0; w < W; ++w) {
-      v += all[w * kWarpFloats + slot];
-      if constexpr (E == Epi::kSiluMul) u += all[w * kWarpFloats + slot + kNc * 32];  // the up group
-    }
-    if constexpr (kNorm) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int w = 0; w < W; ++w) sum += all[w * kWarpFloats + kSsOffset + t];
-      const float inv_rms = rsqrtf(sum / static_cast<float>(k) + p.eps);
-      v *= inv_rms;
-      u *= inv_rms;
-    }
-    const int64_t at = t * m + row;
-    if constexpr (E == Epi::kBf16) {
-      static_cast<bf16*>(p.out)[at] = __float2bfloat16(v);
-    } else if constexpr (E == Epi::kF32) {
-      static_cast<float*>(p.out)[at] = v;
-    } else if constexpr (E == Epi::kAdd) {
-      bf16* r = static_cast<bf16*>(p.out);
-      r[at] = __float2bfloat16(__bfloat162float(r[at]) + __bfloat162float(__float2bfloat16(v)));
-    } else {
-      const float gate = __bfloat162float(__float2bfloat16(v)), up = __bfloat162float(__float2bfloat16(u));
-      static_cast<bf16*>(p.out)[at] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
-    }
-  }
-}
+  pdl_launch_dependents();
 
-template <int W, int S, bool kNorm, bool kTok16, Epi E>
-cudaError_t launch(const Params& p, int64_t ctas, bool pdl, cudaStream_t stream) {
-  auto* kernel = &gemv_kernel<W, S, kNorm, kTok16, E>;
-  constexpr int kSmem = W * S * kStageBytes;
-  if constexpr (kSmem > 48 * 1024) {
-    // Opt in to more than 48 KB of dynamic shared memory, once per device.
-    static std::atomic<uint64_t> done{0};
-    int device = 0;
-    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    const uint64_t bit = uint64_t{1} << (device & 63);
-    if ((done.load(std::memory_order_acquire) & bit) == 0) {
-      if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-          e != cudaSuccess) {
-        return e;
+  if (warp == kBulkConsumers) {
+    // Producer: weights only (constant), so it starts before the previous kernel ends.
+    const uint64_t policy = evict_first_policy();
+    for (int64_t i = 0; i < total; ++i) {
+      const int s = static_cast<int>(i % S);
+      if (i >= S) mbar_wait(empty + 8 * s, static_cast<uint32_t>((i / S - 1) & 1));
+      const int64_t tile = t0 + i / chunks, k0 = (i % chunks) * kBulkChunk;
+      const uint32_t bytes = static_cast<uint32_t>(min(static_cast<int64_t>(kBulkChunk), k - k0) * 2);
+      if (lane == 0) mbar_arrive_expect_tx(full + 8 * s, 16 * bytes);
+      __syncwarp();
+      if (lane < 16) {
+        // Rows past the end repeat the last one (their outputs are dropped).
+        const int64_t row = E == Epi::kSiluMul ? (lane / 8) * m + min(tile * 8 + lane % 8, m - 1)
+                                               : min(tile * 16 + lane, m - 1);
+        bulk_copy(stages + s * kBulkStageBytes + lane * kBulkRowBytes, p.w + row * k + k0, bytes, full + 8 * s,
+                  policy);
       }
-      done.fetch_or(bit, std::memory_order_acq_rel);
+    }
+    return;
+  }
+
+  // Consumers. Everything below reads what earlier kernels wrote.
+  pdl_wait();
+  const int g = lane >> 2, c = lane & 3;
+  const bf16* x0 = nullptr;
+  const bf16* x1 = nullptr;
+  if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
+  if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
+  const bf16* nrm = kNorm ? p.norm + c * 8 : nullptr;
+  auto load_x = [&](int chunk, XStep& st) {
+    const int64_t k0 = static_cast<int64_t>(chunk) * kBulkChunk + warp * kStepK;
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t off = k0 + j * 32;
+      const bool valid = off + c * 8 < k;
+      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  // This lane's 16 bytes of a stage: row g of each group, columns 64 warp + 32 j + 8 c. Rows
+  // lie 1 KB apart, so lanes of one g parity read piece j first and the others piece 1 - j:
+  // the 8 lanes of a 16-byte access phase (g = 2h, 2h + 1) then hit all 32 banks once.
+  const int flip = g & 1;
+  const uint32_t lane_at = stages + g * kBulkRowBytes + (warp * kStepK + c * 8) * 2 + flip * 64;
+
+  float acc[kGroups][4] = {};
+  float ss[2] = {0.0f, 0.0f};
+  XStep cur{}, next{};
+  if (total > 0) load_x(0, cur);
+  for (int64_t i = 0; i < total; ++i) {
+    const int s = static_cast<int>(i % S), chunk = static_cast<int>(i % chunks);
+    if (i + 1 < total) load_x((chunk + 1) % chunks, next);
+    mbar_wait(full + 8 * s, static_cast<uint32_t>((i / S) & 1));
+    uint4 wv[kGroups][kChunks];
+#pragma unroll
+    for (int rg = 0; rg < kGroups; ++rg) {
+      const uint32_t at = lane_at + s * kBulkStageBytes + rg * 8 * kBulkRowBytes;
+      const uint4 first = lds128(at), second = lds128(at ^ 64);  // pieces flip, 1 - flip
+      wv[rg][0] = flip ? second : first;
+      wv[rg][1] = flip ? first : second;
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + 8 * s);
+    // Columns past k (the last chunk's tail) hold stale bytes: weight zero there.
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      if (static_cast<int64_t>(chunk) * kBulkChunk + warp * kStepK + j * 32 + c * 8 >= k) {
+#pragma unroll
+        for (int rg = 0; rg < kGroups; ++rg) wv[rg][j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    mma_step<kNorm, kTok16>(acc, ss, cur, wv);
+    cur = next;
+    if (chunk == chunks - 1) {
+      const int64_t tile = t0 + i / chunks;
+      float* buf = red + (tile & 1) * (kBulkConsumers * kBulkRedFloats);
+      store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc, ss, lane);
+      consumers_sync();
+      write_outputs<kBulkConsumers, kNorm, kTok16, E>(p, buf, kBulkRedFloats, tile, static_cast<int>(threadIdx.x));
+#pragma unroll
+      for (int rg = 0; rg < kGroups; ++rg) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[rg][q] = 0.0f;
+      }
+      ss[0] = ss[1] = 0.0f;
     }
   }
-  return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3(W * 32), kSmem, stream, pdl, p);
 }
 
-template <int W, int S, Epi E>
-cudaError_t dispatch(const Params& p, int64_t ctas, bool pdl, cudaStream_t stream) {
+// Multiprocessors of the current device (cached per device).
+int sm_count() {
+  static std::atomic<int> counts[64] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 1;
+  std::atomic<int>& cached = counts[device & 63];
+  int n = cached.load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0) n = 1;
+    cached.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Lets kernel use smem bytes of dynamic shared memory (past 48 KB it must opt in), once per
+// device; done is the kernel's own record of the devices done.
+cudaError_t allow_smem(void (*kernel)(Params), int smem, std::atomic<uint64_t>& done) {
+  if (smem <= 48 * 1024) return cudaSuccess;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess) {
+    return e;
+  }
+  done.fetch_or(bit, std::memory_order_acq_rel);
+  return cudaSuccess;
+}
+
+// The kernel of a variant: W warps x S stages of cp.async (a CTA per tile) or, with Bulk, the
+// bulk-copy kernel with an S-stage ring (a CTA per SM).
+template <int W, int S, bool Bulk, bool kNorm, bool kTok16, Epi E>
+cudaError_t launch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream) {
+  static std::atomic<uint64_t> done{0};
+  if constexpr (Bulk) {
+    auto* kernel = &gemv_bulk_kernel<S, kNorm, kTok16, E>;
+    constexpr int kSmem = S * kBulkStageBytes + 2 * kBulkConsumers * kBulkRedFloats * 4 + 2 * S * 8;
+    static_assert(kSmem <= 227 * 1024, "the ring must fit an SM's shared memory");
+    if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
+    const int64_t ctas = std::min<int64_t>(tiles, sm_count());
+    return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3((kBulkConsumers + 1) * 32), kSmem, stream, pdl,
+                      p);
+  } else {
+    auto* kernel = &gemv_kernel<W, S, kNorm, kTok16, E>;
+    constexpr int kSmem = W * S * kStageBytes;
+    if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
+    return launch_pdl(kernel, dim3(static_cast<unsigned>(tiles)), dim3(W * 32), kSmem, stream, pdl, p);
+  }
+}
+
+template <const GemvVariant& V, Epi E>
+cudaError_t dispatch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream) {
   const bool norm = p.norm != nullptr, tok16 = p.n > 8;
   if (norm) {
-    return tok16 ? launch<W, S, true, true, E>(p, ctas, pdl, stream)
-                 : launch<W, S, true, false, E>(p, ctas, pdl, stream);
+    return tok16 ? launch<V.warps, V.stages, V.bulk, true, true, E>(p, tiles, pdl, stream)
+                 : launch<V.warps, V.stages, V.bulk, true, false, E>(p, tiles, pdl, stream);
   }
-  return tok16 ? launch<W, S, false, true, E>(p, ctas, pdl, stream)
-               : launch<W, S, false, false, E>(p, ctas, pdl, stream);
+  return tok16 ? launch<V.warps, V.stages, V.bulk, false, true, E>(p, tiles, pdl, stream)
+               : launch<V.warps, V.stages, V.bulk, false, false, E>(p, tiles, pdl, stream);
 }
 
-constexpr GemvVariant kVariants[] = {{8, 4}, {4, 4}, {8, 6}, {4, 8}};
+constexpr GemvVariant kVariants[] = {{8, 4, false},  {4, 4, false},  {8, 6, false},
+                                     {4, 8, false},  {8, 12, true}, {8, 4, true}};
+constexpr GemvVariant kV0 = kVariants[0], kV1 = kVariants[1], kV2 = kVariants[2], kV3 = kVariants[3],
+                      kV4 = kVariants[4], kV5 = kVariants[5];
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -334,20 +567,26 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
   }
   if (opt.variant < 0 || opt.variant >= gemv_variant_count()) return std::string(name) + ": no such variant";
   const Params p{in.x, in.rows, in.norm, in.eps, w, static_cast<int>(n), k, m, out};
-  const int64_t ctas = (m + (E == Epi::kSiluMul ? 7 : 15)) / (E == Epi::kSiluMul ? 8 : 16);
+  const int64_t tiles = (m + (E == Epi::kSiluMul ? 7 : 15)) / (E == Epi::kSiluMul ? 8 : 16);
   cudaError_t e = cudaSuccess;
   switch (opt.variant) {
     case 0:
-      e = dispatch<kVariants[0].warps, kVariants[0].stages, E>(p, ctas, opt.pdl, stream);
+      e = dispatch<kV0, E>(p, tiles, opt.pdl, stream);
       break;
     case 1:
-      e = dispatch<kVariants[1].warps, kVariants[1].stages, E>(p, ctas, opt.pdl, stream);
+      e = dispatch<kV1, E>(p, tiles, opt.pdl, stream);
       break;
     case 2:
-      e = dispatch<kVariants[2].warps, kVariants[2].stages, E>(p, ctas, opt.pdl, stream);
+      e = dispatch<kV2, E>(p, tiles, opt.pdl, stream);
+      break;
+    case 3:
+      e = dispatch<kV3, E>(p, tiles, opt.pdl, stream);
+      break;
+    case 4:
+      e = dispatch<kV4, E>(p, tiles, opt.pdl, stream);
       break;
     default:
-      e = dispatch<kVariants[3].warps, kVariants[3].stages, E>(p, ctas, opt.pdl, stream);
+      e = dispatch<kV5, E>(p, tiles, opt.pdl, stream);
       break;
   }
   return e == cudaSuccess ? "" : std::string(name) + ": " + cudaGetErrorString(e);

@@ -77,10 +77,13 @@ std::string gemv_silu_mul(const GemvInput& in, const bf16* w_gate_up, int64_t n,
                           cudaStream_t stream, const GemvOptions& opt = {});
 
 // The kernel shapes GemvOptions::variant picks from: warps per CTA (each takes every
-// warps-th 64-column step of k) and cp.async pipeline stages per warp.
+// warps-th 64-column step of k) and cp.async pipeline stages per warp; or (bulk) one CTA per
+// SM streaming its rows through a ring of `stages` 16-KB stages with bulk copies, 8 warps
+// doing the math.
 struct GemvVariant {
   int warps;
   int stages;
+  bool bulk;
 };
 int gemv_variant_count();
 GemvVariant gemv_variant(int i);
