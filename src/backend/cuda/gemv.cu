@@ -32,6 +32,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/pdl.h"
 
@@ -316,16 +319,18 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 
 // ---- Bulk-copy GEMV (GemvVariant::bulk) ----
 //
-// One CTA per SM, each owning a contiguous range of tiles (16 weight rows as above, over the
-// whole of k). A producer warp streams each tile in chunks of 512 columns: per stage, 16
-// one-KB bulk copies (one weight row segment each, cp.async.bulk through the copy engine)
-// into a ring of S stages, each completed on an mbarrier by the bytes it expects; 8
-// consumer warps do the math of the cp.async kernel (warp w takes columns [64w, 64w + 64) of
-// every chunk) and free a stage with an arrival on its "empty" mbarrier. The ring keeps up
-// to S x 16 KB per SM in flight however the tiles end, so the weight stream does not pause
-// at tile boundaries nor ramp up per CTA. After a tile's last chunk the consumers leave their
-// partial sums in one of two reduction buffers, meet at a named barrier and write the tile's
-// outputs while the producer is already streaming the next tiles.
+// One CTA per SM (two with a short ring), each owning a contiguous range of tiles (16 weight rows as above, over the
+// whole of k). A producer thread streams each tile in chunks of 512 columns through the
+// tensor copy engine: per stage one 16-KB box of a 3-D view of W (64 columns x 8 column
+// blocks x 16 rows; gemv_silu_mul: two boxes of 8 rows, gate and up) into a ring of S
+// stages, each completed on an mbarrier by its bytes; columns and rows past the end arrive
+// as zeros. 8 consumer warps do the math of the cp.async kernel (warp w takes columns
+// [64w, 64w + 64) of every chunk) and free a stage with an arrival on its "empty" mbarrier.
+// The ring keeps up to S x 16 KB per SM in flight however the tiles end, so the weight
+// stream does not pause at tile boundaries nor ramp up per CTA. After a tile's last chunk
+// the consumers leave their partial sums in one of two reduction buffers, meet at a named
+// barrier and write the tile's outputs while the producer streams the next tiles.
+// Needs k % 64 == 0 (other widths run variant 0).
 constexpr int kBulkConsumers = 8;                         // consumer warps
 constexpr int kBulkChunk = kBulkConsumers * kStepK;       // columns per stage: 512
 constexpr int kBulkRowBytes = kBulkChunk * 2;             // a row segment, 128-byte aligned
@@ -357,13 +362,14 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
-// bytes (a multiple of 16) global -> shared through the copy engine, completing on bar.
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
-                                          uint64_t policy) {
+// The box of map at (c0, c1, c2) global -> shared through the tensor copy engine,
+// completing on bar.
+__device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap& map, int c0, int c1, int c2, uint32_t bar,
+                                            uint64_t policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
       : "memory");
 }
 
@@ -371,8 +377,16 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kBulkConsumers * 32) : "memory");
 }
 
+// Shared memory of the bulk kernel with an S-stage ring, and its CTAs per SM (as many as fit,
+// at most 2).
+constexpr int bulk_smem(int stages) {
+  return stages * kBulkStageBytes + 2 * kBulkConsumers * kBulkRedFloats * 4 + 2 * stages * 8;
+}
+constexpr int bulk_ctas_per_sm(int stages) { return bulk_smem(stages) * 2 + 2048 <= 228 * 1024 ? 2 : 1; }
+
 template <int S, bool kNorm, bool kTok16, Epi E>
-__global__ void __launch_bounds__((kBulkConsumers + 1) * 32, 1) gemv_bulk_kernel(const Params p) {
+__global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S))
+    gemv_bulk_kernel(const Params p, const __grid_constant__ CUtensorMap wmap) {
   extern __shared__ __align__(128) unsigned char smem[];
   float* red = reinterpret_cast<float*>(smem + S * kBulkStageBytes);  // [2][consumers][kBulkRedFloats]
   const uint32_t stages = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -397,20 +411,21 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, 1) gemv_bulk_kernel
 
   if (warp == kBulkConsumers) {
     // Producer: weights only (constant), so it starts before the previous kernel ends.
-    const uint64_t policy = evict_first_policy();
-    for (int64_t i = 0; i < total; ++i) {
-      const int s = static_cast<int>(i % S);
-      if (i >= S) mbar_wait(empty + 8 * s, static_cast<uint32_t>((i / S - 1) & 1));
-      const int64_t tile = t0 + i / chunks, k0 = (i % chunks) * kBulkChunk;
-      const uint32_t bytes = static_cast<uint32_t>(min(static_cast<int64_t>(kBulkChunk), k - k0) * 2);
-      if (lane == 0) mbar_arrive_expect_tx(full + 8 * s, 16 * bytes);
-      __syncwarp();
-      if (lane < 16) {
-        // Rows past the end repeat the last one (their outputs are dropped).
-        const int64_t row = E == Epi::kSiluMul ? (lane / 8) * m + min(tile * 8 + lane % 8, m - 1)
-                                               : min(tile * 16 + lane, m - 1);
-        bulk_copy(stages + s * kBulkStageBytes + lane * kBulkRowBytes, p.w + row * k + k0, bytes, full + 8 * s,
-                  policy);
+    if (lane == 0) {
+      const uint64_t policy = evict_first_policy();
+      for (int64_t i = 0; i < total; ++i) {
+        const int s = static_cast<int>(i % S);
+        if (i >= S) mbar_wait(empty + 8 * s, static_cast<uint32_t>((i / S - 1) & 1));
+        const int64_t tile = t0 + i / chunks;
+        const int block = static_cast<int>(i % chunks) * (kBulkChunk / 64);
+        const uint32_t dst = stages + s * kBulkStageBytes;
+        mbar_arrive_expect_tx(full + 8 * s, kBulkStageBytes);
+        if constexpr (E == Epi::kSiluMul) {  // 8 gate rows, then their 8 up rows
+          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * 8), full + 8 * s, policy);
+          tensor_copy(dst + 8 * kBulkRowBytes, wmap, 0, block, static_cast<int>(m + tile * 8), full + 8 * s, policy);
+        } else {
+          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * 16), full + 8 * s, policy);
+        }
       }
     }
     return;
@@ -459,14 +474,6 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, 1) gemv_bulk_kernel
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
-    // Columns past k (the last chunk's tail) hold stale bytes: weight zero there.
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      if (static_cast<int64_t>(chunk) * kBulkChunk + warp * kStepK + j * 32 + c * 8 >= k) {
-#pragma unroll
-        for (int rg = 0; rg < kGroups; ++rg) wv[rg][j] = make_uint4(0, 0, 0, 0);
-      }
-    }
     mma_step<kNorm, kTok16>(acc, ss, cur, wv);
     cur = next;
     if (chunk == chunks - 1) {
@@ -485,6 +492,35 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, 1) gemv_bulk_kernel
   }
 }
 
+// cuTensorMapEncodeTiled from the driver (null when it has none).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// W [rows, k] (k % 64 == 0) as the 3-D tensor (64 columns, k / 64 column blocks, rows) with
+// boxes of 64 x 8 x box_rows: a box lands as box_rows row segments of 1 KB.
+bool weight_tensor_map(const bf16* w, int64_t rows, int64_t k, int box_rows, CUtensorMap* map) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[3] = {64, static_cast<cuuint64_t>(k / 64), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[2] = {128, static_cast<cuuint64_t>(k) * 2};  // bytes, of dims 1 and 2
+  const cuuint32_t box[3] = {64, kBulkChunk / 64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<bf16*>(w), dims, strides, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 // Multiprocessors of the current device (cached per device).
 int sm_count() {
   static std::atomic<int> counts[64] = {};
@@ -501,7 +537,8 @@ int sm_count() {
 
 // Lets kernel use smem bytes of dynamic shared memory (past 48 KB it must opt in), once per
 // device; done is the kernel's own record of the devices done.
-cudaError_t allow_smem(void (*kernel)(Params), int smem, std::atomic<uint64_t>& done) {
+template <typename... Args>
+cudaError_t allow_smem(void (*kernel)(Args...), int smem, std::atomic<uint64_t>& done) {
   if (smem <= 48 * 1024) return cudaSuccess;
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
@@ -522,12 +559,15 @@ cudaError_t launch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream
   static std::atomic<uint64_t> done{0};
   if constexpr (Bulk) {
     auto* kernel = &gemv_bulk_kernel<S, kNorm, kTok16, E>;
-    constexpr int kSmem = S * kBulkStageBytes + 2 * kBulkConsumers * kBulkRedFloats * 4 + 2 * S * 8;
+    constexpr int kSmem = bulk_smem(S);
     static_assert(kSmem <= 227 * 1024, "the ring must fit an SM's shared memory");
+    CUtensorMap map;
+    const bool silu = E == Epi::kSiluMul;
+    if (!weight_tensor_map(p.w, silu ? 2 * p.m : p.m, p.k, silu ? 8 : 16, &map)) return cudaErrorInvalidValue;
     if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
-    const int64_t ctas = std::min<int64_t>(tiles, sm_count());
+    const int64_t ctas = std::min<int64_t>(tiles, int64_t{bulk_ctas_per_sm(S)} * sm_count());
     return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3((kBulkConsumers + 1) * 32), kSmem, stream, pdl,
-                      p);
+                      p, map);
   } else {
     auto* kernel = &gemv_kernel<W, S, kNorm, kTok16, E>;
     constexpr int kSmem = W * S * kStageBytes;
@@ -548,7 +588,8 @@ cudaError_t dispatch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stre
 }
 
 constexpr GemvVariant kVariants[] = {{8, 4, false},  {4, 4, false},  {8, 6, false},
-                                     {4, 8, false},  {8, 12, true}, {8, 4, true}};
+                                     {4, 8, false},  {8, 8, true},  {8, 4, true}};
+static_assert(kVariants[kGemvBulkVariant].bulk && kVariants[kGemvBulkVariant].stages == 4);
 constexpr GemvVariant kV0 = kVariants[0], kV1 = kVariants[1], kV2 = kVariants[2], kV3 = kVariants[3],
                       kV4 = kVariants[4], kV5 = kVariants[5];
 
@@ -569,7 +610,9 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
   const Params p{in.x, in.rows, in.norm, in.eps, w, static_cast<int>(n), k, m, out};
   const int64_t tiles = (m + (E == Epi::kSiluMul ? 7 : 15)) / (E == Epi::kSiluMul ? 8 : 16);
   cudaError_t e = cudaSuccess;
-  switch (opt.variant) {
+  // The bulk kernels read W through a tensor map of 64-column blocks.
+  const int variant = kVariants[opt.variant].bulk && (k % 64 != 0 || tensor_map_encoder() == nullptr) ? 0 : opt.variant;
+  switch (variant) {
     case 0:
       e = dispatch<kV0, E>(p, tiles, opt.pdl, stream);
       break;

@@ -88,4 +88,8 @@ struct GemvVariant {
 int gemv_variant_count();
 GemvVariant gemv_variant(int i);
 
+// The bulk variant with a 4-stage ring and two CTAs per SM: the fastest on the large decode
+// matrices (gate/up, down, LM head) at 1 and 2 tokens on the H200 (bench_gemv).
+constexpr int kGemvBulkVariant = 5;
+
 }  // namespace tessera::cuda

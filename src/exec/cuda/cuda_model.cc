@@ -14,14 +14,36 @@ constexpr int64_t kAlign = 128;  // elements: 256-byte aligned tensors in the ar
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The decode GEMVs' kernel shape (gemv.h's variants): TESSERA_GEMV_VARIANT=N, a tuning switch.
+// The decode GEMVs' kernel shape (gemv.h's variants), tuning switches: TESSERA_GEMV_VARIANT=N
+// for q/k/v and o (and the rest where no bulk GEMV runs), TESSERA_GEMV_MLP_VARIANT=N for the
+// large matrices of bulk decode steps (below).
+int variant_from_env(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  const int v = e != nullptr ? std::atoi(e) : fallback;
+  return v >= 0 && v < gemv_variant_count() ? v : fallback;
+}
+
 int decode_gemv_variant() {
-  static const int variant = [] {
-    const char* e = std::getenv("TESSERA_GEMV_VARIANT");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v >= 0 && v < gemv_variant_count() ? v : 0;
-  }();
+  static const int variant = variant_from_env("TESSERA_GEMV_VARIANT", 0);
   return variant;
+}
+
+int bulk_gemv_variant() {
+  static const int variant = variant_from_env("TESSERA_GEMV_MLP_VARIANT", kGemvBulkVariant);
+  return variant;
+}
+
+// Decode steps of at most this many tokens run the MLP and the LM head as fused GEMVs with the
+// tensor-copy kernel, which streams those matrices fastest there: a batch-1 step 4.41 ms
+// against 4.60 with cuBLASLt's (H200, bench latency). From 4 tokens on cuBLASLt's MLP wins
+// (vLLM's latency test at batch 8: 0.583 s against 0.596). TESSERA_DECODE_BULK_TOKENS=N moves
+// the bound (0: never).
+int64_t bulk_decode_max_tokens() {
+  static const int64_t tokens = [] {
+    const char* e = std::getenv("TESSERA_DECODE_BULK_TOKENS");
+    return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) : int64_t{2};
+  }();
+  return tokens;
 }
 
 #define TESSERA_GEMM_TRY(expr)                                  \
@@ -170,9 +192,12 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   };
   // Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the memory's
   // speed (the norm in the prologue, the residual add in the epilogue), chained with
-  // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs
-  // (set_decode_gemm). More tokens: cuBLASLt GEMMs with separate norms.
+  // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs (set_decode_gemm;
+  // always the bulk GEMV at up to bulk_decode_max_tokens()). More tokens: cuBLASLt GEMMs
+  // with separate norms.
+  const bool bulk = small && n <= bulk_decode_max_tokens();
   const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant()};
+  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant()};
   embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
   mark(OpTimer::kEmbed);
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -202,11 +227,11 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
       mark(OpTimer::kOGemm);
-      if (!decode_mlp_gemm_) {
+      if (!decode_mlp_gemm_ || bulk) {
         TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
-                                       act.act.get(), stream, pdl));
+                                       act.act.get(), stream, mlp_pdl));
         mark(OpTimer::kGateUpGemm);
-        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
+        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, mlp_pdl));
         mark(OpTimer::kDownGemm);
         continue;
       }
@@ -243,12 +268,13 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
                           float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
-  if (uses_gemv(step.meta.num_tokens) && !decode_head_gemm_) {
+  const bool bulk = step.meta.num_tokens <= bulk_decode_max_tokens();
+  if (uses_gemv(step.meta.num_tokens) && (!decode_head_gemm_ || bulk)) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
                               lm_head_, num_rows, d, config_.vocab_size, logits, stream,
-                              GemvOptions{.pdl = true, .variant = decode_gemv_variant()}));
+                              GemvOptions{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant()}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet
