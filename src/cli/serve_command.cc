@@ -46,6 +46,7 @@ struct ServeOptions {
   int threads = 0;
   std::string activation_precision = "precise";
   bool fake_engine = false;
+  bool enable_prompt_tokens_details = false;
   double fake_step_interval_ms = 0.0;
 };
 
@@ -143,6 +144,7 @@ int run_serve(ServeOptions o) {
   if (!o.api_key.empty()) config.api_key = o.api_key;
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
+  config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
   config.version = TESSERA_VERSION;
   server::ApiServer api(config, engine, loaded.tokenizer.get(), std::move(chat_template));
   server::HttpServer http(o.http, [&api](server::HttpExchange& ex) { return api.handle(ex); });
@@ -217,6 +219,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", o->generation_config,
                   "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_flag("--enable-prompt-tokens-details", o->enable_prompt_tokens_details,
+                "Report usage.prompt_tokens_details.cached_tokens (prompt tokens served by the prefix cache)");
   cmd->add_option("--max-request-body-bytes", o->http.max_body_bytes, "Larger bodies get 413");
   cmd->add_option("--request-timeout", o->http.request_timeout, "Seconds for a request to arrive (and per write)")
       ->check(CLI::PositiveNumber);

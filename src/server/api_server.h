@@ -22,6 +22,7 @@ struct ApiServerConfig {
   std::optional<std::string> api_key;     // Bearer token every route but /health needs
   size_t max_queued_requests = 4096;      // more unfinished requests than this: 503
   SamplingDefaults sampling_defaults;     // from --generation-config
+  bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
   std::string version;
 };
 

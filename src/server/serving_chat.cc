@@ -27,11 +27,17 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   int64_t completion_tokens = 0;
   std::string error;
+  int64_t cached = 0;  // prompt tokens the prefix cache served (known once the request finishes)
+  auto usage = [&] {
+    return usage_json(prompt_tokens, completion_tokens,
+                      config_.enable_prompt_tokens_details ? std::optional<int64_t>(cached) : std::nullopt);
+  };
 
   if (!req.stream) {
     std::vector<ChoiceState> choices(static_cast<size_t>(n));
     auto on_batch = [&](size_t, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
+      cached = std::max<int64_t>(cached, b.num_cached_tokens);
       for (const CompletionDelta& d : b.deltas) choices[d.index].append(d);
     };
     if (!co_await streams.run(ex, on_batch, nullptr)) {
@@ -61,7 +67,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                            {"created", created},
                            {"model", model},
                            {"choices", std::move(out_choices)},
-                           {"usage", usage_json(prompt_tokens, completion_tokens)}};
+                           {"usage", usage()}};
     co_await respond_json(ex, response);
     co_return;
   }
@@ -88,6 +94,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
       return;
     }
+    cached = std::max<int64_t>(cached, b.num_cached_tokens);
     for (const CompletionDelta& d : b.deltas) {
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
       const bool last = !d.finish_reason.empty();
@@ -111,7 +118,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     ex.abandon();
     co_return;
   }
-  if (req.include_usage) event(Json::array(), usage_json(prompt_tokens, completion_tokens));
+  if (req.include_usage) event(Json::array(), usage());
   out += "data: [DONE]\n\n";
   if (co_await ex.write(out)) co_await ex.end_stream();
 }

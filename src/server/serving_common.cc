@@ -55,11 +55,11 @@ int64_t unix_time() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-Json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<int64_t> cached_tokens) {
   return Json{{"prompt_tokens", prompt_tokens},
               {"total_tokens", prompt_tokens + completion_tokens},
               {"completion_tokens", completion_tokens},
-              {"prompt_tokens_details", nullptr}};
+              {"prompt_tokens_details", cached_tokens ? Json{{"cached_tokens", *cached_tokens}} : Json()}};
 }
 
 std::string token_text(const tokenizer::Tokenizer* tok, int32_t id) {

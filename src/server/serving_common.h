@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,9 @@ class StreamSet {
 std::string random_id(const char* prefix);
 int64_t unix_time();
 
-Json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// The OpenAI usage object. prompt_tokens_details is null unless cached_tokens is given (the
+// prompt tokens the prefix cache served; --enable-prompt-tokens-details).
+Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<int64_t> cached_tokens);
 
 // The text of one token as logprobs report it (decoded alone, special tokens kept).
 std::string token_text(const tokenizer::Tokenizer* tok, int32_t id);

@@ -41,12 +41,21 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   for (const auto& p : prompt_ids) prompt_tokens += static_cast<int64_t>(p.size());
   int64_t completion_tokens = 0;
   std::string error;
+  // Prompt tokens each prompt's request got from the prefix cache (known once it finishes).
+  std::vector<int64_t> cached(num_prompts, 0);
+  auto usage = [&] {
+    int64_t total = 0;
+    for (int64_t c : cached) total += c;
+    return usage_json(prompt_tokens, completion_tokens,
+                      config_.enable_prompt_tokens_details ? std::optional<int64_t>(total) : std::nullopt);
+  };
 
   if (!req.stream) {
     std::vector<ChoiceState> choices(num_prompts * static_cast<size_t>(n));
     std::vector<std::vector<PositionLogprobs>> prompt_logprobs(num_prompts);
     auto on_batch = [&](size_t i, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
+      cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs[i].push_back(std::move(lp));
       for (const CompletionDelta& d : b.deltas) choices[i * n + d.index].append(d);
     };
@@ -104,7 +113,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
                            {"created", created},
                            {"model", model},
                            {"choices", std::move(out_choices)},
-                           {"usage", usage_json(prompt_tokens, completion_tokens)}};
+                           {"usage", usage()}};
     co_await respond_json(ex, response);
     co_return;
   }
@@ -138,6 +147,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
       return;
     }
+    cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
     for (const CompletionDelta& d : b.deltas) {
       const size_t c = i * static_cast<size_t>(n) + static_cast<size_t>(d.index);
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
@@ -163,7 +173,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
                      {"created", created},
                      {"model", model},
                      {"choices", Json::array()},
-                     {"usage", usage_json(prompt_tokens, completion_tokens)}}) +
+                     {"usage", usage()}}) +
            "\n\n";
   }
   out += "data: [DONE]\n\n";

@@ -125,6 +125,7 @@ class CompletionsTest(unittest.TestCase):
         self.assertEqual(usage.completion_tokens, len(cli["outputs"][0]["token_ids"]))
         self.assertLessEqual(usage.completion_tokens, max_tokens)
         self.assertEqual(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens)
+        self.assertIsNone(usage.prompt_tokens_details)  # without --enable-prompt-tokens-details
         if usage.completion_tokens == max_tokens:
             self.assertEqual(choice.finish_reason, "length")
 

@@ -1,0 +1,103 @@
+"""`tessera serve --enable-prompt-tokens-details`: usage.prompt_tokens_details.cached_tokens
+reports the prompt tokens the prefix cache served, on /v1/completions and /v1/chat/completions,
+streaming or not, read through the official `openai` Python client. A prompt seen before hits
+every full block but the one holding its last token (which must run to give logits):
+cached_tokens = (prompt_tokens - 1) // block_size * block_size; a new prompt hits nothing.
+Without the flag the field is null (test_openai_server.py).
+
+Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_prompt_tokens_details.py [-k PATTERN]
+Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_fixture as sf  # noqa: E402
+
+BLOCK = 16
+SERVER: sf.Server | None = None
+CLIENT = None
+NAME = sf.SERVED_MODEL_NAME
+
+
+def setUpModule():
+    global SERVER, CLIENT
+    binary, model = sf.preflight(need_openai=True)
+    import openai
+    SERVER = sf.Server(binary, model, ["--enable-prompt-tokens-details", "--block-size", str(BLOCK)],
+                       name="prompt_tokens_details")
+    CLIENT = openai.OpenAI(base_url=SERVER.base_url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def tearDownModule():
+    sf.stop_module_server(SERVER)
+
+
+def long_prompt(tag: str) -> str:
+    """A prompt of several blocks that no other test sends."""
+    return (f"[{tag}] Write a short story about a lighthouse keeper who finds a message in a bottle, "
+            "a map of an island that is not on any chart, and a key made of green glass. ") * 2
+
+
+def expected_hit(prompt_tokens: int) -> int:
+    return (prompt_tokens - 1) // BLOCK * BLOCK
+
+
+def cached(usage) -> int:
+    assert usage.prompt_tokens_details is not None, "prompt_tokens_details must be reported"
+    return usage.prompt_tokens_details.cached_tokens
+
+
+class PromptTokensDetailsTest(unittest.TestCase):
+
+    def test_completion_repeat_hits_the_full_blocks(self):
+        prompt = long_prompt("completion")
+        first = CLIENT.completions.create(model=NAME, prompt=prompt, max_tokens=8, temperature=0)
+        self.assertGreater(first.usage.prompt_tokens, 2 * BLOCK)
+        self.assertEqual(cached(first.usage), 0)
+        second = CLIENT.completions.create(model=NAME, prompt=prompt, max_tokens=8, temperature=0)
+        self.assertEqual(second.usage.prompt_tokens, first.usage.prompt_tokens)
+        self.assertEqual(cached(second.usage), expected_hit(first.usage.prompt_tokens))
+        # The cached prefix gives the same greedy continuation.
+        self.assertEqual(second.choices[0].text, first.choices[0].text)
+
+    def test_completion_prompt_list_sums_its_prompts(self):
+        seen, fresh = long_prompt("list-seen"), long_prompt("list-fresh")
+        warm = CLIENT.completions.create(model=NAME, prompt=seen, max_tokens=1, temperature=0)
+        resp = CLIENT.completions.create(model=NAME, prompt=[seen, fresh], max_tokens=4, temperature=0)
+        self.assertEqual(cached(resp.usage), expected_hit(warm.usage.prompt_tokens))
+
+    def test_completion_streaming_usage(self):
+        prompt = long_prompt("completion-stream")
+        first = CLIENT.completions.create(model=NAME, prompt=prompt, max_tokens=4, temperature=0)
+        chunks = list(CLIENT.completions.create(model=NAME, prompt=prompt, max_tokens=4, temperature=0,
+                                                stream=True, stream_options={"include_usage": True}))
+        usage = chunks[-1].usage
+        self.assertIsNotNone(usage)
+        self.assertEqual(cached(usage), expected_hit(first.usage.prompt_tokens))
+
+    def test_chat_repeat_and_streaming(self):
+        messages = [{"role": "user", "content": long_prompt("chat")}]
+        first = CLIENT.chat.completions.create(model=NAME, messages=messages, max_completion_tokens=6,
+                                               temperature=0)
+        self.assertEqual(cached(first.usage), 0)
+        hit = expected_hit(first.usage.prompt_tokens)
+        self.assertGreater(hit, 0)
+        second = CLIENT.chat.completions.create(model=NAME, messages=messages, max_completion_tokens=6,
+                                                temperature=0)
+        self.assertEqual(cached(second.usage), hit)
+        self.assertEqual(second.choices[0].message.content, first.choices[0].message.content)
+        chunks = list(CLIENT.chat.completions.create(model=NAME, messages=messages, max_completion_tokens=6,
+                                                     temperature=0, stream=True,
+                                                     stream_options={"include_usage": True}))
+        self.assertEqual(cached(chunks[-1].usage), hit)
+        self.assertEqual(chunks[-1].usage.prompt_tokens, first.usage.prompt_tokens)
+
+
+if __name__ == "__main__":
+    sf.preflight(need_openai=True)
+    sf.run_tests()
