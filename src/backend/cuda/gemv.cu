@@ -587,11 +587,11 @@ cudaError_t dispatch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stre
                : launch<V.warps, V.stages, V.bulk, false, false, E>(p, tiles, pdl, stream);
 }
 
-constexpr GemvVariant kVariants[] = {{8, 4, false},  {4, 4, false},  {8, 6, false},
-                                     {4, 8, false},  {8, 8, true},  {8, 4, true}};
+constexpr GemvVariant kVariants[] = {{8, 4, false}, {4, 4, false}, {8, 6, false}, {4, 8, false},
+                                     {8, 8, true},  {8, 4, true},  {8, 3, true},  {8, 5, true}};
 static_assert(kVariants[kGemvBulkVariant].bulk && kVariants[kGemvBulkVariant].stages == 4);
 constexpr GemvVariant kV0 = kVariants[0], kV1 = kVariants[1], kV2 = kVariants[2], kV3 = kVariants[3],
-                      kV4 = kVariants[4], kV5 = kVariants[5];
+                      kV4 = kVariants[4], kV5 = kVariants[5], kV6 = kVariants[6], kV7 = kVariants[7];
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -628,8 +628,14 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
     case 4:
       e = dispatch<kV4, E>(p, tiles, opt.pdl, stream);
       break;
-    default:
+    case 5:
       e = dispatch<kV5, E>(p, tiles, opt.pdl, stream);
+      break;
+    case 6:
+      e = dispatch<kV6, E>(p, tiles, opt.pdl, stream);
+      break;
+    default:
+      e = dispatch<kV7, E>(p, tiles, opt.pdl, stream);
       break;
   }
   return e == cudaSuccess ? "" : std::string(name) + ": " + cudaGetErrorString(e);
