@@ -292,6 +292,11 @@ const Shape kSmall[] = {
     {"odd silu", Kind::kSiluMul, false, false, 576, 1000},
     {"odd silu normed", Kind::kSiluMul, true, false, 8, 37},
     {"tiny", Kind::kBf16, false, false, 8, 1},
+    // k a multiple of 64 (the bulk kernels' tensor maps) with a last tile cut short: gate
+    // rows past m read up rows, rows past the end arrive as zeros.
+    {"bulk silu m % 8", Kind::kSiluMul, true, false, 1024, 1001},
+    {"bulk add m % 16", Kind::kAdd, false, true, 640, 999},
+    {"bulk f32 k % 512", Kind::kF32, true, false, 704, 77},
 };
 
 constexpr int64_t kTokenCounts[] = {1, 3, 8, 16};
