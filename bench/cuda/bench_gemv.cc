@@ -220,7 +220,11 @@ int main(int argc, char** argv) {
   std::printf("variants:");
   for (int v = 0; v < variants; ++v) {
     const tc::GemvVariant var = tc::gemv_variant(v);
-    std::printf("  v%d = %s%d warps x %d stages", v, var.bulk ? "bulk, " : "", var.warps, var.stages);
+    if (var.bulk) {
+      std::printf("  v%d = bulk %d-row tiles x %d stages", v, var.tile_rows, var.stages);
+    } else {
+      std::printf("  v%d = %d warps x %d stages", v, var.warps, var.stages);
+    }
   }
   std::printf("\n");
 

@@ -31,6 +31,7 @@
 // per thread, and store / add / silu-mul.
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -319,23 +320,23 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 
 // ---- Bulk-copy GEMV (GemvVariant::bulk) ----
 //
-// One CTA per SM (two with a short ring), each owning a contiguous range of tiles (16 weight rows as above, over the
-// whole of k). A producer thread streams each tile in chunks of 512 columns through the
-// tensor copy engine: per stage one 16-KB box of a 3-D view of W (64 columns x 8 column
-// blocks x 16 rows; gemv_silu_mul: two boxes of 8 rows, gate and up) into a ring of S
-// stages, each completed on an mbarrier by its bytes; columns and rows past the end arrive
-// as zeros. 8 consumer warps do the math of the cp.async kernel (warp w takes columns
-// [64w, 64w + 64) of every chunk) and free a stage with an arrival on its "empty" mbarrier.
+// One CTA per SM (two with a short ring), each owning a contiguous range of tiles of R weight
+// rows (R = 16, 32, 64 or 128; gemv_silu_mul: R / 2 gate rows and their up rows) over the
+// whole of k. A producer thread streams each tile in chunks of CB = 128 / R blocks of 64
+// columns through the tensor copy engine: per stage one 16-KB box of a 3-D view of W (64
+// columns x CB column blocks x R rows; gemv_silu_mul: two boxes of R / 2 rows, gate and up)
+// into a ring of S stages, each completed on an mbarrier by its bytes; columns and rows past
+// the end arrive as zeros. 8 consumer warps do the math of the cp.async kernel, warp w on the
+// 16-row sub-tile w / CB and column block w % CB of every chunk, and free a stage with an
+// arrival on its "empty" mbarrier.
 // The ring keeps up to S x 16 KB per SM in flight however the tiles end, so the weight
 // stream does not pause at tile boundaries nor ramp up per CTA. After a tile's last chunk
 // the consumers leave their partial sums in one of two reduction buffers, meet at a named
 // barrier and write the tile's outputs while the producer streams the next tiles.
 // Needs k % 64 == 0 (other widths run variant 0).
-constexpr int kBulkConsumers = 8;                         // consumer warps
-constexpr int kBulkChunk = kBulkConsumers * kStepK;       // columns per stage: 512
-constexpr int kBulkRowBytes = kBulkChunk * 2;             // a row segment, 128-byte aligned
-constexpr int kBulkStageBytes = 16 * kBulkRowBytes;       // 16 KB
-constexpr int kBulkRedFloats = kGroups * 4 * 32 + 16;     // one warp's partials of a tile
+constexpr int kBulkConsumers = 8;                     // consumer warps
+constexpr int kBulkStageBytes = 16 * 1024;            // one box: R rows x (128 / R) column blocks of 64
+constexpr int kBulkRedFloats = kGroups * 4 * 32 + 16;  // one warp's partials of a sub-tile
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -384,9 +385,14 @@ constexpr int bulk_smem(int stages) {
 }
 constexpr int bulk_ctas_per_sm(int stages) { return bulk_smem(stages) * 2 + 2048 <= 228 * 1024 ? 2 : 1; }
 
-template <int S, bool kNorm, bool kTok16, Epi E>
+template <int S, int R, bool kNorm, bool kTok16, Epi E>
 __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S))
     gemv_bulk_kernel(const Params p, const __grid_constant__ CUtensorMap wmap) {
+  constexpr int kCb = 128 / R;              // column blocks per stage
+  constexpr int kChunkCols = kCb * 64;      // columns per stage
+  constexpr int kRowBytes = kCb * 128;      // a row's bytes in a stage
+  constexpr int kSubTiles = R / 16;         // 16-row sub-tiles per tile, kCb warps each
+  static_assert(R * kRowBytes == kBulkStageBytes && kSubTiles * kCb == kBulkConsumers);
   extern __shared__ __align__(128) unsigned char smem[];
   float* red = reinterpret_cast<float*>(smem + S * kBulkStageBytes);  // [2][consumers][kBulkRedFloats]
   const uint32_t stages = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -394,10 +400,10 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   const uint32_t empty = full + S * 8;  // S 8-byte barriers each
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int64_t k = p.k, m = p.m;
-  constexpr int kTileRows = E == Epi::kSiluMul ? 8 : 16;  // output rows per tile
+  constexpr int kTileRows = E == Epi::kSiluMul ? R / 2 : R;  // output rows per tile
   const int64_t tiles = (m + kTileRows - 1) / kTileRows;
   const int64_t t0 = tiles * blockIdx.x / gridDim.x, t1 = tiles * (blockIdx.x + 1) / gridDim.x;
-  const int chunks = static_cast<int>((k + kBulkChunk - 1) / kBulkChunk);
+  const int chunks = static_cast<int>((k + kChunkCols - 1) / kChunkCols);
   const int64_t total = (t1 - t0) * chunks;  // stages this CTA streams
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
@@ -417,14 +423,15 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
         const int s = static_cast<int>(i % S);
         if (i >= S) mbar_wait(empty + 8 * s, static_cast<uint32_t>((i / S - 1) & 1));
         const int64_t tile = t0 + i / chunks;
-        const int block = static_cast<int>(i % chunks) * (kBulkChunk / 64);
+        const int block = static_cast<int>(i % chunks) * kCb;
         const uint32_t dst = stages + s * kBulkStageBytes;
         mbar_arrive_expect_tx(full + 8 * s, kBulkStageBytes);
-        if constexpr (E == Epi::kSiluMul) {  // 8 gate rows, then their 8 up rows
-          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * 8), full + 8 * s, policy);
-          tensor_copy(dst + 8 * kBulkRowBytes, wmap, 0, block, static_cast<int>(m + tile * 8), full + 8 * s, policy);
+        if constexpr (E == Epi::kSiluMul) {  // R / 2 gate rows, then their up rows
+          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * (R / 2)), full + 8 * s, policy);
+          tensor_copy(dst + (R / 2) * kRowBytes, wmap, 0, block, static_cast<int>(m + tile * (R / 2)), full + 8 * s,
+                      policy);
         } else {
-          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * 16), full + 8 * s, policy);
+          tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * R), full + 8 * s, policy);
         }
       }
     }
@@ -439,8 +446,9 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
   if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
   const bf16* nrm = kNorm ? p.norm + c * 8 : nullptr;
+  const int sub_tile = warp / kCb, col_block = warp % kCb;
   auto load_x = [&](int chunk, XStep& st) {
-    const int64_t k0 = static_cast<int64_t>(chunk) * kBulkChunk + warp * kStepK;
+    const int64_t k0 = static_cast<int64_t>(chunk) * kChunkCols + col_block * kStepK;
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
       const int64_t off = k0 + j * 32;
@@ -450,11 +458,15 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
       if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
     }
   };
-  // This lane's 16 bytes of a stage: row g of each group, columns 64 warp + 32 j + 8 c. Rows
-  // lie 1 KB apart, so lanes of one g parity read piece j first and the others piece 1 - j:
-  // the 8 lanes of a 16-byte access phase (g = 2h, 2h + 1) then hit all 32 banks once.
+  // This lane's 16 bytes of a stage: row g of each group of its sub-tile (gemv_silu_mul:
+  // gate rows in the first half of the box, up rows in the second), columns
+  // 64 col_block + 32 j + 8 c. Rows lie a multiple of 128 bytes apart, so lanes of one g
+  // parity read piece j first and the others piece 1 - j: the 8 lanes of a 16-byte access
+  // phase (g = 2h, 2h + 1) then hit all 32 banks once.
   const int flip = g & 1;
-  const uint32_t lane_at = stages + g * kBulkRowBytes + (warp * kStepK + c * 8) * 2 + flip * 64;
+  const uint32_t lane_at = stages + g * kRowBytes + (col_block * kStepK + c * 8) * 2 + flip * 64;
+  constexpr bool kSilu = E == Epi::kSiluMul;
+  const int group_row[kGroups] = {kSilu ? sub_tile * 8 : sub_tile * 16, kSilu ? R / 2 + sub_tile * 8 : sub_tile * 16 + 8};
 
   float acc[kGroups][4] = {};
   float ss[2] = {0.0f, 0.0f};
@@ -467,7 +479,7 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     uint4 wv[kGroups][kChunks];
 #pragma unroll
     for (int rg = 0; rg < kGroups; ++rg) {
-      const uint32_t at = lane_at + s * kBulkStageBytes + rg * 8 * kBulkRowBytes;
+      const uint32_t at = lane_at + s * kBulkStageBytes + group_row[rg] * kRowBytes;
       const uint4 first = lds128(at), second = lds128(at ^ 64);  // pieces flip, 1 - flip
       wv[rg][0] = flip ? second : first;
       wv[rg][1] = flip ? first : second;
@@ -481,7 +493,10 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
       float* buf = red + (tile & 1) * (kBulkConsumers * kBulkRedFloats);
       store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc, ss, lane);
       consumers_sync();
-      write_outputs<kBulkConsumers, kNorm, kTok16, E>(p, buf, kBulkRedFloats, tile, static_cast<int>(threadIdx.x));
+      // Sub-tile q's outputs (16 rows; gemv_silu_mul: 8) by the threads of its kCb warps.
+      write_outputs<kCb, kNorm, kTok16, E>(p, buf + sub_tile * kCb * kBulkRedFloats, kBulkRedFloats,
+                                           tile * kSubTiles + sub_tile,
+                                           static_cast<int>(threadIdx.x) - sub_tile * kCb * 32);
 #pragma unroll
       for (int rg = 0; rg < kGroups; ++rg) {
 #pragma unroll
@@ -508,13 +523,14 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // W [rows, k] (k % 64 == 0) as the 3-D tensor (64 columns, k / 64 column blocks, rows) with
-// boxes of 64 x 8 x box_rows: a box lands as box_rows row segments of 1 KB.
-bool weight_tensor_map(const bf16* w, int64_t rows, int64_t k, int box_rows, CUtensorMap* map) {
+// boxes of 64 x box_blocks x box_rows: a box lands as box_rows row segments of
+// 128 x box_blocks bytes.
+bool weight_tensor_map(const bf16* w, int64_t rows, int64_t k, int box_blocks, int box_rows, CUtensorMap* map) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[3] = {64, static_cast<cuuint64_t>(k / 64), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[2] = {128, static_cast<cuuint64_t>(k) * 2};  // bytes, of dims 1 and 2
-  const cuuint32_t box[3] = {64, kBulkChunk / 64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_blocks), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<bf16*>(w), dims, strides, box, element_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -552,19 +568,23 @@ cudaError_t allow_smem(void (*kernel)(Args...), int smem, std::atomic<uint64_t>&
   return cudaSuccess;
 }
 
-// The kernel of a variant: W warps x S stages of cp.async (a CTA per tile) or, with Bulk, the
-// bulk-copy kernel with an S-stage ring (a CTA per SM).
-template <int W, int S, bool Bulk, bool kNorm, bool kTok16, Epi E>
-cudaError_t launch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream) {
+// The kernel of a variant: W warps x S stages of cp.async (a CTA per 16-row tile) or, with
+// Bulk, the bulk-copy kernel with an S-stage ring and R-row tiles (CTAs persistent, as many
+// as fit on the SMs).
+template <int W, int S, bool Bulk, int R, bool kNorm, bool kTok16, Epi E>
+cudaError_t launch(const Params& p, bool pdl, cudaStream_t stream) {
   static std::atomic<uint64_t> done{0};
+  constexpr bool kSilu = E == Epi::kSiluMul;
   if constexpr (Bulk) {
-    auto* kernel = &gemv_bulk_kernel<S, kNorm, kTok16, E>;
+    auto* kernel = &gemv_bulk_kernel<S, R, kNorm, kTok16, E>;
     constexpr int kSmem = bulk_smem(S);
     static_assert(kSmem <= 227 * 1024, "the ring must fit an SM's shared memory");
     CUtensorMap map;
-    const bool silu = E == Epi::kSiluMul;
-    if (!weight_tensor_map(p.w, silu ? 2 * p.m : p.m, p.k, silu ? 8 : 16, &map)) return cudaErrorInvalidValue;
+    if (!weight_tensor_map(p.w, kSilu ? 2 * p.m : p.m, p.k, 128 / R, kSilu ? R / 2 : R, &map)) {
+      return cudaErrorInvalidValue;
+    }
     if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
+    const int64_t tile_rows = kSilu ? R / 2 : R, tiles = (p.m + tile_rows - 1) / tile_rows;
     const int64_t ctas = std::min<int64_t>(tiles, int64_t{bulk_ctas_per_sm(S)} * sm_count());
     return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3((kBulkConsumers + 1) * 32), kSmem, stream, pdl,
                       p, map);
@@ -572,26 +592,41 @@ cudaError_t launch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream
     auto* kernel = &gemv_kernel<W, S, kNorm, kTok16, E>;
     constexpr int kSmem = W * S * kStageBytes;
     if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
+    const int64_t tiles = kSilu ? (p.m + 7) / 8 : (p.m + 15) / 16;
     return launch_pdl(kernel, dim3(static_cast<unsigned>(tiles)), dim3(W * 32), kSmem, stream, pdl, p);
   }
 }
 
-template <const GemvVariant& V, Epi E>
-cudaError_t dispatch(const Params& p, int64_t tiles, bool pdl, cudaStream_t stream) {
+template <int W, int S, bool Bulk, int R, Epi E>
+cudaError_t dispatch(const Params& p, bool pdl, cudaStream_t stream) {
   const bool norm = p.norm != nullptr, tok16 = p.n > 8;
   if (norm) {
-    return tok16 ? launch<V.warps, V.stages, V.bulk, true, true, E>(p, tiles, pdl, stream)
-                 : launch<V.warps, V.stages, V.bulk, true, false, E>(p, tiles, pdl, stream);
+    return tok16 ? launch<W, S, Bulk, R, true, true, E>(p, pdl, stream)
+                 : launch<W, S, Bulk, R, true, false, E>(p, pdl, stream);
   }
-  return tok16 ? launch<V.warps, V.stages, V.bulk, false, true, E>(p, tiles, pdl, stream)
-               : launch<V.warps, V.stages, V.bulk, false, false, E>(p, tiles, pdl, stream);
+  return tok16 ? launch<W, S, Bulk, R, false, true, E>(p, pdl, stream)
+               : launch<W, S, Bulk, R, false, false, E>(p, pdl, stream);
 }
 
-constexpr GemvVariant kVariants[] = {{8, 4, false}, {4, 4, false}, {8, 6, false}, {4, 8, false},
-                                     {8, 8, true},  {8, 4, true},  {8, 3, true},  {8, 5, true}};
-static_assert(kVariants[kGemvBulkVariant].bulk && kVariants[kGemvBulkVariant].stages == 4);
-constexpr GemvVariant kV0 = kVariants[0], kV1 = kVariants[1], kV2 = kVariants[2], kV3 = kVariants[3],
-                      kV4 = kVariants[4], kV5 = kVariants[5], kV6 = kVariants[6], kV7 = kVariants[7];
+constexpr GemvVariant kVariants[] = {
+    {8, 4, false, 16}, {4, 4, false, 16}, {8, 6, false, 16}, {4, 8, false, 16}, {8, 8, true, 16}, {8, 4, true, 16},
+    {8, 3, true, 16},  {8, 5, true, 16},  {8, 4, true, 32},  {8, 4, true, 64},  {8, 4, true, 128}};
+static_assert(kVariants[kGemvBulkVariant].bulk && kVariants[kGemvBulkVariant].stages == 4 &&
+              kVariants[kGemvBulkVariant].tile_rows == 16);
+constexpr int kNumVariants = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
+
+// Variant v's kernel (v < kNumVariants).
+template <Epi E, size_t... I>
+cudaError_t dispatch_variant(int v, const Params& p, bool pdl, cudaStream_t stream, std::index_sequence<I...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((v == static_cast<int>(I)
+        ? (e = dispatch<kVariants[I].warps, kVariants[I].stages, kVariants[I].bulk, kVariants[I].tile_rows, E>(
+               p, pdl, stream),
+           true)
+        : false) ||
+   ...);
+  return e;
+}
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -608,36 +643,9 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
   }
   if (opt.variant < 0 || opt.variant >= gemv_variant_count()) return std::string(name) + ": no such variant";
   const Params p{in.x, in.rows, in.norm, in.eps, w, static_cast<int>(n), k, m, out};
-  const int64_t tiles = (m + (E == Epi::kSiluMul ? 7 : 15)) / (E == Epi::kSiluMul ? 8 : 16);
-  cudaError_t e = cudaSuccess;
   // The bulk kernels read W through a tensor map of 64-column blocks.
   const int variant = kVariants[opt.variant].bulk && (k % 64 != 0 || tensor_map_encoder() == nullptr) ? 0 : opt.variant;
-  switch (variant) {
-    case 0:
-      e = dispatch<kV0, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 1:
-      e = dispatch<kV1, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 2:
-      e = dispatch<kV2, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 3:
-      e = dispatch<kV3, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 4:
-      e = dispatch<kV4, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 5:
-      e = dispatch<kV5, E>(p, tiles, opt.pdl, stream);
-      break;
-    case 6:
-      e = dispatch<kV6, E>(p, tiles, opt.pdl, stream);
-      break;
-    default:
-      e = dispatch<kV7, E>(p, tiles, opt.pdl, stream);
-      break;
-  }
+  const cudaError_t e = dispatch_variant<E>(variant, p, opt.pdl, stream, std::make_index_sequence<kNumVariants>());
   return e == cudaSuccess ? "" : std::string(name) + ": " + cudaGetErrorString(e);
 }
 
@@ -645,7 +653,7 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
 
 bool gemv_supported(int64_t n, int64_t k) { return n >= 1 && n <= kGemvMaxTokens && k > 0 && k % 8 == 0; }
 
-int gemv_variant_count() { return static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0])); }
+int gemv_variant_count() { return kNumVariants; }
 
 GemvVariant gemv_variant(int i) { return kVariants[i]; }
 

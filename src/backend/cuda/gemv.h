@@ -77,13 +77,15 @@ std::string gemv_silu_mul(const GemvInput& in, const bf16* w_gate_up, int64_t n,
                           cudaStream_t stream, const GemvOptions& opt = {});
 
 // The kernel shapes GemvOptions::variant picks from: warps per CTA (each takes every
-// warps-th 64-column step of k) and cp.async pipeline stages per warp; or (bulk) one CTA per
-// SM streaming its rows through a ring of `stages` 16-KB stages with bulk copies, 8 warps
-// doing the math.
+// warps-th 64-column step of k) and cp.async pipeline stages per warp; or (bulk) persistent
+// CTAs (one or two per SM) streaming tiles of `tile_rows` weight rows through a ring of
+// `stages` 16-KB tensor-map boxes, 8 warps doing the math (bulk needs k % 64 == 0; other
+// widths run variant 0).
 struct GemvVariant {
   int warps;
   int stages;
   bool bulk;
+  int tile_rows;
 };
 int gemv_variant_count();
 GemvVariant gemv_variant(int i);
