@@ -218,6 +218,12 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
       TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
     }
     mark(OpTimer::kQkvGemm);
+    if (step.kv_layer_ready != nullptr) {
+      // An external wait, so that a captured graph waits for the step's own stores at replay.
+      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], cudaEventWaitExternal); e != cudaSuccess) {
+        return cuda_status(e, "KV offload wait");
+      }
+    }
     qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping, n,
                    nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
     mark(OpTimer::kRopeCache);

@@ -61,6 +61,9 @@ struct CudaStep {
   AttentionMetadata meta;                   // positions, sequences, slots, block tables
   int num_splits = 1;                       // attention splits per token (fixed per CUDA graph)
   const int32_t* logits_indices = nullptr;  // [num_rows] batch tokens whose logits are wanted
+  // KV offload (kv_offload_copier.h): per layer, the event to wait for before writing its
+  // K/V (that layer's stores to host memory are done); null: none.
+  const cudaEvent_t* kv_layer_ready = nullptr;
 };
 
 class CudaModel {

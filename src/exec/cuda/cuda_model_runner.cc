@@ -158,55 +158,11 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
       !st.ok()) {
     return st;
   }
-  if (plan.num_host_blocks > 0) {
-    // The host tier of the prefix cache: a block's 2 x layers slabs (K, V of each layer)
-    // contiguous, so one strided copy moves a block either way.
-    kv_layers_ = s.num_layers;
-    kv_slab_elems_ = s.block_size * s.kv_dim();
-    num_host_blocks_ = plan.num_host_blocks;
-    const size_t elems = static_cast<size_t>(plan.num_host_blocks) * static_cast<size_t>(2 * kv_layers_ * kv_slab_elems_);
-    if (Status st = host_tier_.allocate(elems, "the KV offload tier"); !st.ok()) return st;
-  }
+  // The host tier of the prefix cache: a block's 2 x layers slabs (K, V of each layer)
+  // contiguous.
+  if (Status st = offload_.init(plan.num_host_blocks, s.num_layers, s.block_size * s.kv_dim()); !st.ok()) return st;
   // Unwritten slots are never read, but zeros keep stray reads finite.
   return cuda_status(cudaMemsetAsync(kv_.storage.get(), 0, kv_.storage.size() * sizeof(bf16), stream_), "KV cache");
-}
-
-// KV offload: stores (device -> host tier), then loads, ahead of the step's forward on its
-// stream. The device's slabs of a block sit layer_elems apart (K and V of every layer), the
-// host's back to back.
-Status CudaModelRunner::copy_kv_blocks(const SchedulerOutput& out) {
-  if (out.kv_copies.empty()) return Status();
-  if (host_tier_.get() == nullptr) return Status::error("KV offload copies without a host tier");
-  const size_t slab = static_cast<size_t>(kv_slab_elems_) * sizeof(bf16);
-  const size_t pitch = static_cast<size_t>(kv_.layer_elems) * sizeof(bf16);
-  const size_t rows = static_cast<size_t>(2 * kv_layers_);
-  auto copy = [&](const KvBlockCopy& c, bool store) -> Status {
-    if (c.host_block < 0 || c.host_block >= num_host_blocks_ || c.device_block <= 0 ||
-        static_cast<int64_t>(c.device_block) * kv_slab_elems_ >= kv_.layer_elems) {
-      return Status::error("KV offload copy names a block out of range");
-    }
-    char* dev = reinterpret_cast<char*>(kv_.storage.get()) + static_cast<size_t>(c.device_block) * slab;
-    char* host = reinterpret_cast<char*>(host_tier_.get()) + static_cast<size_t>(c.host_block) * rows * slab;
-    const cudaMemcpyKind kind = store ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
-    if (pitch <= static_cast<size_t>(INT32_MAX)) {
-      return cuda_status(store ? cudaMemcpy2DAsync(host, slab, dev, pitch, slab, rows, kind, stream_)
-                               : cudaMemcpy2DAsync(dev, pitch, host, slab, slab, rows, kind, stream_),
-                         "KV offload copy");
-    }
-    for (size_t j = 0; j < rows; ++j) {  // pitches past what 2D copies take
-      char* d = dev + j * pitch;
-      char* h = host + j * slab;
-      TESSERA_CUDA_TRY(cudaMemcpyAsync(store ? h : d, store ? d : h, slab, kind, stream_), "KV offload copy");
-    }
-    return Status();
-  };
-  for (const KvBlockCopy& c : out.kv_copies.stores) {
-    if (Status s = copy(c, true); !s.ok()) return s;
-  }
-  for (const KvBlockCopy& c : out.kv_copies.loads) {
-    if (Status s = copy(c, false); !s.ok()) return s;
-  }
-  return Status();
 }
 
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
@@ -356,7 +312,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   const int ev = static_cast<int>(st.seq % Profile::kEvents);
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin[ev], stream_), "profile");
   if (op_timer_) op_timer_->start(stream_);
-  if (Status s = copy_kv_blocks(out); !s.ok()) return s;
+  if (Status s = offload_.enqueue(out.kv_copies, kv_, stream_); !s.ok()) return s;
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), sampling,
                                    std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
                                    cudaMemcpyHostToDevice, stream_),
@@ -611,6 +567,7 @@ CudaStep CudaModelRunner::device_step(int64_t num_tokens) const {
   step.meta.num_tokens = num_tokens;
   step.num_splits = attention_num_splits(num_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
   step.logits_indices = dev + l.logits_indices;
+  step.kv_layer_ready = offload_.layer_events();
   return step;
 }
 

@@ -18,6 +18,7 @@
 
 #include "config/engine_config.h"
 #include "exec/cuda/cuda_model.h"
+#include "exec/cuda/kv_offload_copier.h"
 #include "exec/model_runner.h"
 #include "sample/logit_adjustments.h"
 #include "sample/sampling_row.h"
@@ -62,7 +63,6 @@ class CudaModelRunner : public ModelRunner {
   CudaModelRunner() = default;
   // The two halves of a step (launch, collect) and what passes from one to the other.
   Status enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup);
-  Status copy_kv_blocks(const SchedulerOutput& out);
   Status finish_step(std::vector<LogitsRows>* rows);
   struct Launched {
     std::vector<LogitsRows> rows;
@@ -115,9 +115,7 @@ class CudaModelRunner : public ModelRunner {
   DeviceBuffer<int32_t> dev_in_;
   CudaActivations act_;
   CudaKvCache kv_;
-  PinnedBuffer<bf16> host_tier_;  // KV offload: [num_host_blocks][2 x layers][block slab]
-  int64_t kv_layers_ = 0, kv_slab_elems_ = 0;
-  int32_t num_host_blocks_ = 0;
+  KvOffloadCopier offload_;  // KV offload's host tier and copies (off without one)
   DeviceBuffer<float> dev_logits_;  // [max_logit_rows, vocab]
   PinnedBuffer<SamplingRow> host_sampling_[2];  // [max_tokens] parameters of each logits row
   DeviceBuffer<SamplingRow> dev_sampling_;
