@@ -153,6 +153,20 @@ std::string ApiServer::render_chat(const Json& messages, const Json& tools, cons
   return std::move(*text);
 }
 
+bool ApiServer::truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const {
+  if (!k) return false;
+  const int64_t limit = engine_.max_model_len();
+  if (*k > limit) {
+    bad_request("truncate_prompt_tokens (" + std::to_string(*k) + ") is larger than this model's maximum context length (" +
+                    std::to_string(limit) + ")",
+                "truncate_prompt_tokens");
+  }
+  const size_t keep = static_cast<size_t>(*k == -1 ? limit : *k);
+  if (ids->size() <= keep) return false;
+  ids->erase(ids->begin(), ids->end() - static_cast<std::ptrdiff_t>(keep));
+  return true;
+}
+
 void ApiServer::fit_max_tokens(size_t prompt_len, bool given, SamplingParams* params) const {
   const int64_t limit = engine_.max_model_len();
   const int64_t room = limit - static_cast<int64_t>(prompt_len);

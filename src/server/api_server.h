@@ -53,6 +53,9 @@ class ApiServer {
                           bool continue_final_message, const std::optional<std::string>& template_source) const;
   // A prompt's max_tokens when the request gave none, and the check of prompt + max_tokens.
   void fit_max_tokens(size_t prompt_len, bool given, SamplingParams* params) const;
+  // vLLM's truncate_prompt_tokens: keeps the last k tokens (-1: max_model_len); k past the
+  // context is refused. Returns whether it cut anything.
+  bool truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const;
 
   ApiServerConfig config_;
   AsyncEngine& engine_;

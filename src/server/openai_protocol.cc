@@ -76,6 +76,15 @@ const Json* field(const Json& body, const char* name) {
   return &*it;
 }
 
+// vLLM's truncate_prompt_tokens: -1 (the model's context) or a positive count.
+std::optional<int64_t> parse_truncate_prompt_tokens(const Json& b) {
+  const Json* v = field(b, "truncate_prompt_tokens");
+  if (v == nullptr) return std::nullopt;
+  const int64_t k = get_int(*v, "truncate_prompt_tokens", -1, std::numeric_limits<int32_t>::max());
+  if (k == 0) bad_request("truncate_prompt_tokens must be -1 (the model's context) or at least 1", "truncate_prompt_tokens");
+  return k;
+}
+
 std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
   std::vector<int32_t> ids;
   ids.reserve(v.size());
@@ -266,6 +275,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
   parse_stream_options(b, &r.stream, &r.include_usage);
+  r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   return r;
 }
 
@@ -336,6 +346,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (r.logprobs) r.params.logprobs = std::max<int64_t>(r.top_logprobs, 1);
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   parse_stream_options(b, &r.stream, &r.include_usage);
+  r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   return r;
 }
 

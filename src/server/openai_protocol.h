@@ -53,6 +53,7 @@ struct CompletionRequest {
   int32_t priority = 0;
   int64_t logprobs = -1;  // -1: none
   bool add_special_tokens = true;
+  std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
 };
 
 struct ChatRequest {
@@ -72,6 +73,7 @@ struct ChatRequest {
   int32_t priority = 0;
   bool logprobs = false;
   int64_t top_logprobs = 0;
+  std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

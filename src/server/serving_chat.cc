@@ -11,7 +11,8 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   check_model(req.model);
   const std::string prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
                                          req.continue_final_message, req.chat_template);
-  const std::vector<int32_t> prompt_ids = encode(prompt, req.add_special_tokens, "messages");
+  std::vector<int32_t> prompt_ids = encode(prompt, req.add_special_tokens, "messages");
+  truncate_prompt(&prompt_ids, req.truncate_prompt_tokens);
   SamplingParams params = req.params;
   if (!req.max_tokens_given) params.max_tokens = engine_.max_model_len();  // up to the context
   fit_max_tokens(prompt_ids.size(), req.max_tokens_given, &params);

@@ -18,10 +18,11 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   for (size_t i = 0; i < num_prompts; ++i) {
     PromptSpec& p = req.prompts[i];
     prompt_ids[i] = p.text ? encode(*p.text, req.add_special_tokens, "prompt") : std::move(p.token_ids);
+    const bool truncated = truncate_prompt(&prompt_ids[i], req.truncate_prompt_tokens);
     fit_max_tokens(prompt_ids[i].size(), req.max_tokens_given, &params[i]);
     if (Status s = engine_.validate(prompt_ids[i], params[i]); !s.ok()) bad_request(s.message());
-    if (req.echo && p.text) prompt_texts[i] = *p.text;
-    if (req.echo && !p.text && tok_ != nullptr) {
+    if (req.echo && p.text && !truncated) prompt_texts[i] = *p.text;
+    if (req.echo && (!p.text || truncated) && tok_ != nullptr) {
       auto text = tok_->decode(prompt_ids[i], /*skip_special_tokens=*/false);
       if (text.ok()) prompt_texts[i] = std::move(*text);
     }

@@ -1,11 +1,16 @@
-"""`tessera serve --enable-prompt-tokens-details`: usage.prompt_tokens_details.cached_tokens
-reports the prompt tokens the prefix cache served, on /v1/completions and /v1/chat/completions,
-streaming or not, read through the official `openai` Python client. A prompt seen before hits
-every full block but the one holding its last token (which must run to give logits):
-cached_tokens = (prompt_tokens - 1) // block_size * block_size; a new prompt hits nothing.
-Without the flag the field is null (test_openai_server.py).
+"""vLLM's extras of the OpenAI API in `tessera serve`, read through the official `openai` Python
+client:
 
-Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_prompt_tokens_details.py [-k PATTERN]
+- `--enable-prompt-tokens-details`: usage.prompt_tokens_details.cached_tokens reports the
+  prompt tokens the prefix cache served, on /v1/completions and /v1/chat/completions,
+  streaming or not. A prompt seen before hits every full block but the one holding its last
+  token (which must run to give logits): cached_tokens = (prompt_tokens - 1) // block_size *
+  block_size; a new prompt hits nothing. Without the flag the field is null
+  (test_openai_server.py).
+- `truncate_prompt_tokens` (request): only the prompt's last K tokens run (-1: up to the
+  context); the answer equals that of the cut prompt sent as token ids.
+
+Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
 """
 
@@ -29,7 +34,7 @@ def setUpModule():
     binary, model = sf.preflight(need_openai=True)
     import openai
     SERVER = sf.Server(binary, model, ["--enable-prompt-tokens-details", "--block-size", str(BLOCK)],
-                       name="prompt_tokens_details")
+                       name="vllm_extras")
     CLIENT = openai.OpenAI(base_url=SERVER.base_url + "/v1", api_key="unused", max_retries=0, timeout=120)
 
 
@@ -96,6 +101,59 @@ class PromptTokensDetailsTest(unittest.TestCase):
                                                      stream_options={"include_usage": True}))
         self.assertEqual(cached(chunks[-1].usage), hit)
         self.assertEqual(chunks[-1].usage.prompt_tokens, first.usage.prompt_tokens)
+
+
+def tokenize(prompt: str) -> list[int]:
+    status, body, raw = SERVER.json_request("POST", "/tokenize", {"model": NAME, "prompt": prompt})
+    assert status == 200, (status, raw)
+    return body["tokens"]
+
+
+def detokenize(tokens: list[int]) -> str:
+    status, body, raw = SERVER.json_request("POST", "/detokenize", {"model": NAME, "tokens": tokens})
+    assert status == 200, (status, raw)
+    return body["prompt"]
+
+
+class TruncatePromptTokensTest(unittest.TestCase):
+    PROMPT = "Once upon a time in a small village by the sea, there lived an old fisherman who"
+
+    def test_completion_keeps_the_last_tokens(self):
+        ids = tokenize(self.PROMPT)
+        self.assertGreater(len(ids), 8)
+        cut = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=8, temperature=0,
+                                        extra_body={"truncate_prompt_tokens": 6})
+        self.assertEqual(cut.usage.prompt_tokens, 6)
+        ref = CLIENT.completions.create(model=NAME, prompt=ids[-6:], max_tokens=8, temperature=0)
+        self.assertEqual(cut.choices[0].text, ref.choices[0].text)
+
+    def test_echo_shows_the_cut_prompt(self):
+        ids = tokenize(self.PROMPT)
+        resp = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=3, temperature=0, echo=True,
+                                         extra_body={"truncate_prompt_tokens": 5})
+        self.assertTrue(resp.choices[0].text.startswith(detokenize(ids[-5:])), resp.choices[0].text)
+
+    def test_short_prompt_and_minus_one_are_unchanged(self):
+        n = len(tokenize(self.PROMPT))
+        for k in (n, n + 5, -1):
+            resp = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=2, temperature=0,
+                                             extra_body={"truncate_prompt_tokens": k})
+            self.assertEqual(resp.usage.prompt_tokens, n, k)
+
+    def test_chat(self):
+        resp = CLIENT.chat.completions.create(model=NAME, messages=[{"role": "user", "content": self.PROMPT}],
+                                              max_completion_tokens=4, temperature=0,
+                                              extra_body={"truncate_prompt_tokens": 7})
+        self.assertEqual(resp.usage.prompt_tokens, 7)
+
+    def test_bad_values(self):
+        for k, what in ((0, "at least 1"), (-2, "truncate_prompt_tokens"), (sf.MAX_MODEL_LEN + 1, "larger than"),
+                        ("3", "truncate_prompt_tokens")):
+            status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+                "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "truncate_prompt_tokens": k})
+            self.assertEqual(status, 400, (k, raw))
+            self.assertIn(what, body["error"]["message"], k)
+            self.assertEqual(body["error"]["param"], "truncate_prompt_tokens", k)
 
 
 if __name__ == "__main__":
