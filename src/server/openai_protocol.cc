@@ -158,12 +158,16 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
   if (auto* v = field(b, "user")) get_string(*v, "user");
 }
 
-void parse_stream_options(const Json& b, bool* stream, bool* include_usage) {
+void parse_stream_options(const Json& b, bool* stream, bool* include_usage, bool* continuous_usage) {
   if (auto* v = field(b, "stream")) *stream = get_bool(*v, "stream");
   if (auto* v = field(b, "stream_options")) {
     if (!v->is_object()) wrong_type("stream_options", "an object", *v);
     if (!*stream) bad_request("stream_options is only allowed with stream", "stream_options");
     if (auto* u = field(*v, "include_usage")) *include_usage = get_bool(*u, "stream_options.include_usage");
+    // vLLM's extra: usage in every chunk too (with include_usage).
+    if (auto* u = field(*v, "continuous_usage_stats")) {
+      *continuous_usage = get_bool(*u, "stream_options.continuous_usage_stats") && *include_usage;
+    }
   }
 }
 
@@ -274,7 +278,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   }
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
-  parse_stream_options(b, &r.stream, &r.include_usage);
+  parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   return r;
 }
@@ -345,7 +349,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   }
   if (r.logprobs) r.params.logprobs = std::max<int64_t>(r.top_logprobs, 1);
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
-  parse_stream_options(b, &r.stream, &r.include_usage);
+  parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   return r;
 }

@@ -50,6 +50,7 @@ struct CompletionRequest {
   bool echo = false;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage in every chunk
   int32_t priority = 0;
   int64_t logprobs = -1;  // -1: none
   bool add_special_tokens = true;
@@ -70,6 +71,7 @@ struct ChatRequest {
   bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage in every chunk
   int32_t priority = 0;
   bool logprobs = false;
   int64_t top_logprobs = 0;

@@ -83,12 +83,19 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     out += dump(chunk);
     out += "\n\n";
   };
+  // stream_options.continuous_usage_stats: a choice's chunk carries the prompt and its tokens so far.
+  std::vector<int64_t> choice_tokens(static_cast<size_t>(n), 0);
+  auto running_usage = [&](int64_t c) {
+    return req.continuous_usage ? usage_json(prompt_tokens, choice_tokens[static_cast<size_t>(c)], std::nullopt)
+                                : Json();
+  };
   // Every choice opens with the assistant role.
   for (int64_t c = 0; c < n; ++c) {
     event(Json::array({Json{{"index", c},
                             {"delta", Json{{"role", "assistant"}, {"content", ""}}},
                             {"logprobs", nullptr},
-                            {"finish_reason", nullptr}}}));
+                            {"finish_reason", nullptr}}}),
+          running_usage(c));
   }
   auto on_batch = [&](size_t, StreamBatch& b) {
     if (!b.error.empty()) {
@@ -98,6 +105,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     cached = std::max<int64_t>(cached, b.num_cached_tokens);
     for (const CompletionDelta& d : b.deltas) {
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
+      choice_tokens[static_cast<size_t>(d.index)] += static_cast<int64_t>(d.token_ids.size());
       const bool last = !d.finish_reason.empty();
       if (d.text.empty() && !last && !(req.logprobs && !d.token_ids.empty())) continue;
       Json delta = Json::object();
@@ -112,7 +120,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                      {"logprobs", std::move(logprobs)},
                      {"finish_reason", last ? Json(d.finish_reason) : Json()}};
       if (last) choice["stop_reason"] = stop_reason_json(d);
-      event(Json::array({std::move(choice)}));
+      event(Json::array({std::move(choice)}), running_usage(d.index));
     }
   };
   if (!co_await streams.run(ex, on_batch, &out)) {

@@ -122,6 +122,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   if (!co_await ex.start_stream("text/event-stream")) co_return;
   std::string out;
   std::vector<size_t> text_offset(num_prompts * static_cast<size_t>(n), 0);
+  std::vector<int64_t> choice_tokens(num_prompts * static_cast<size_t>(n), 0);  // generated so far
   auto event = [&](size_t choice, std::string text, Json logprobs, Json finish, Json stop_reason) {
     Json chunk = {{"id", id},
                   {"object", "text_completion"},
@@ -132,6 +133,10 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
                                                 {"logprobs", std::move(logprobs)},
                                                 {"finish_reason", std::move(finish)},
                                                 {"stop_reason", std::move(stop_reason)}}})}};
+    if (req.continuous_usage) {  // this choice's prompt and tokens so far
+      const int64_t prompt = static_cast<int64_t>(prompt_ids[choice / static_cast<size_t>(n)].size());
+      chunk["usage"] = usage_json(prompt, choice_tokens[choice], std::nullopt);
+    }
     out += "data: ";
     out += dump(chunk);
     out += "\n\n";
@@ -152,6 +157,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     for (const CompletionDelta& d : b.deltas) {
       const size_t c = i * static_cast<size_t>(n) + static_cast<size_t>(d.index);
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
+      choice_tokens[c] += static_cast<int64_t>(d.token_ids.size());
       Json logprobs = nullptr;
       if (req.logprobs >= 0) {
         logprobs = completion_logprobs(tok_, d.token_ids, d.token_logprobs, d.top_logprobs, k, text_offset[c]);

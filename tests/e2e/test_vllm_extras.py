@@ -9,6 +9,8 @@ client:
   (test_openai_server.py).
 - `truncate_prompt_tokens` (request): only the prompt's last K tokens run (-1: up to the
   context); the answer equals that of the cut prompt sent as token ids.
+- `stream_options.continuous_usage_stats` (with include_usage): every chunk carries usage,
+  the prompt's tokens and its choice's tokens so far, ending at the final usage.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -89,9 +91,11 @@ class PromptTokensDetailsTest(unittest.TestCase):
         messages = [{"role": "user", "content": long_prompt("chat")}]
         first = CLIENT.chat.completions.create(model=NAME, messages=messages, max_completion_tokens=6,
                                                temperature=0)
-        self.assertEqual(cached(first.usage), 0)
         hit = expected_hit(first.usage.prompt_tokens)
         self.assertGreater(hit, 0)
+        # Other chats share the template's opening (its system prompt): at most those blocks.
+        self.assertLess(cached(first.usage), hit)
+        self.assertEqual(cached(first.usage) % BLOCK, 0)
         second = CLIENT.chat.completions.create(model=NAME, messages=messages, max_completion_tokens=6,
                                                 temperature=0)
         self.assertEqual(cached(second.usage), hit)
@@ -154,6 +158,48 @@ class TruncatePromptTokensTest(unittest.TestCase):
             self.assertEqual(status, 400, (k, raw))
             self.assertIn(what, body["error"]["message"], k)
             self.assertEqual(body["error"]["param"], "truncate_prompt_tokens", k)
+
+
+class ContinuousUsageTest(unittest.TestCase):
+    PROMPT = "List five colors:"
+
+    def test_completion_chunks_count_up(self):
+        chunks = list(CLIENT.completions.create(
+            model=NAME, prompt=self.PROMPT, max_tokens=6, temperature=0, stream=True,
+            stream_options={"include_usage": True, "continuous_usage_stats": True},
+            extra_body={"ignore_eos": True}))
+        prompt_tokens = len(tokenize(self.PROMPT))
+        self.assertTrue(all(c.usage is not None for c in chunks))
+        seen = [c.usage.completion_tokens for c in chunks if c.choices]
+        self.assertEqual(seen, sorted(seen))
+        self.assertEqual(seen[-1], 6)
+        self.assertTrue(all(c.usage.prompt_tokens == prompt_tokens for c in chunks))
+        self.assertTrue(all(c.usage.total_tokens == c.usage.prompt_tokens + c.usage.completion_tokens
+                            for c in chunks))
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(chunks[-1].usage.completion_tokens, 6)
+
+    def test_chat_per_choice(self):
+        chunks = list(CLIENT.chat.completions.create(
+            model=NAME, messages=[{"role": "user", "content": self.PROMPT}], max_completion_tokens=5, n=2,
+            temperature=1, seed=3, stream=True,
+            stream_options={"include_usage": True, "continuous_usage_stats": True},
+            extra_body={"ignore_eos": True}))
+        per_choice = {0: [], 1: []}
+        for c in chunks[:-1]:
+            self.assertIsNotNone(c.usage)
+            per_choice[c.choices[0].index].append(c.usage.completion_tokens)
+        for i in (0, 1):
+            self.assertEqual(per_choice[i][0], 0, "the role chunk comes before any token")
+            self.assertEqual(per_choice[i], sorted(per_choice[i]))
+            self.assertEqual(per_choice[i][-1], 5)
+        self.assertEqual(chunks[-1].usage.completion_tokens, 10)
+
+    def test_needs_include_usage(self):
+        chunks = list(CLIENT.completions.create(
+            model=NAME, prompt=self.PROMPT, max_tokens=3, temperature=0, stream=True,
+            stream_options={"include_usage": False, "continuous_usage_stats": True}))
+        self.assertTrue(all(c.usage is None for c in chunks))
 
 
 if __name__ == "__main__":
