@@ -22,6 +22,12 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;  // - penalty per occurrence in the output
   float repetition_penalty = 1.0f; // logits of prompt+output tokens: /p if > 0, *p if < 0
   std::map<int32_t, float> logit_bias;  // added to the logits before anything else
+  // Words never generated: a word's last token is masked whenever the output ends with the
+  // tokens before it (one-token words: always). The engine tokenizes bad_words into
+  // bad_words_token_ids (each word as is and after a space); token sequences may be given
+  // directly too.
+  std::vector<std::string> bad_words;
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   std::vector<int64_t> stop_token_ids;

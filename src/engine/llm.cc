@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "engine/bad_words.h"
 #include "engine/engine_setup.h"
 #include "engine/llm_impl.h"
 
@@ -126,10 +127,20 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
     } else {
       res.prompt_token_ids = prompts[i].token_ids;
     }
-    const SamplingParams& p = params[i];
+    SamplingParams p = params[i];
     if (std::string err = p.validate(); !err.empty()) {
       res.error = err;
       continue;
+    }
+    if (!p.bad_words.empty()) {
+      if (tok == nullptr) {
+        res.error = "bad_words need a tokenizer: " + m.tokenizer_error;
+        continue;
+      }
+      if (Status s = resolve_bad_words(&p, *tok); !s.ok()) {
+        res.error = s.message();
+        continue;
+      }
     }
     for (int64_t c = 0; c < p.n; ++c) {
       Impl::Child child;

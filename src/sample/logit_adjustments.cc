@@ -6,7 +6,10 @@
 namespace tessera {
 
 bool adjustments_read_output(const SamplingParams& p) {
-  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  const bool multi_token_bad_word = std::any_of(p.bad_words_token_ids.begin(), p.bad_words_token_ids.end(),
+                                                [](const std::vector<int32_t>& w) { return w.size() > 1; });
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f ||
+         multi_token_bad_word;
 }
 
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::span<const int32_t> prompt,
@@ -20,6 +23,13 @@ std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::spa
   };
   for (const auto& [id, bias] : p.logit_bias) {
     if (LogitAdjustment* a = at(id)) a->add += bias;
+  }
+  for (const std::vector<int32_t>& word : p.bad_words_token_ids) {
+    // The word's last token, once the output ends with the tokens before it.
+    const size_t before = word.size() - 1;
+    if (word.empty() || before > output.size()) continue;
+    if (!std::equal(word.begin(), word.end() - 1, output.end() - static_cast<std::ptrdiff_t>(before))) continue;
+    if (LogitAdjustment* a = at(word.back())) a->add = -INFINITY;
   }
   if (static_cast<int64_t>(output.size()) + num_pending < p.min_tokens) {
     for (int32_t id : eos_token_ids) {

@@ -1,8 +1,8 @@
-// What the sampling parameters do to a logits row before sampling (logit bias, min_tokens'
-// masking of EOS and stop tokens, repetition / frequency / presence penalties), as a sparse
-// list of per-token adjustments: built on the host from the request's tokens, applied by the
-// CPU path (process_logits) and by the GPU (cuda::apply_logit_adjustments) with the same
-// float operations, so both give the same bits.
+// What the sampling parameters do to a logits row before sampling (logit bias, bad words'
+// masks, min_tokens' masking of EOS and stop tokens, repetition / frequency / presence
+// penalties), as a sparse list of per-token adjustments: built on the host from the
+// request's tokens, applied by the CPU path (process_logits) and by the GPU
+// (cuda::apply_logit_adjustments) with the same float operations, so both give the same bits.
 // Host and device code (C++17).
 #pragma once
 
@@ -54,7 +54,8 @@ TESSERA_HD float adjust_logit(float x, const LogitAdjustment& a) {
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& params, std::span<const int32_t> prompt,
                                                std::span<const int32_t> output, std::span<const int32_t> eos_token_ids,
                                                int64_t vocab, int64_t num_pending = 0);
-// Whether the adjustments depend on the output tokens (penalties), not only on their count.
+// Whether the adjustments depend on the output tokens (penalties, bad words of several
+// tokens), not only on their count.
 bool adjustments_read_output(const SamplingParams& params);
 #endif
 

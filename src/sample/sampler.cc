@@ -34,6 +34,15 @@ std::string SamplingParams::validate() const {
   for (const std::string& s : stop) {
     if (s.empty()) return "stop strings must not be empty";
   }
+  for (const std::string& w : bad_words) {
+    if (w.find_first_not_of(" \t\n\r") == std::string::npos) return "bad_words must not be empty or blank";
+  }
+  for (const auto& ids : bad_words_token_ids) {
+    if (ids.empty()) return "bad_words token sequences must not be empty";
+    for (int32_t id : ids) {
+      if (id < 0) return "bad_words token ids must be non-negative";
+    }
+  }
   return "";
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "engine/bad_words.h"
 #include "server/prometheus.h"
 #include "server/serving_common.h"
 
@@ -151,6 +152,12 @@ std::string ApiServer::render_chat(const Json& messages, const Json& tools, cons
     }
   }
   return std::move(*text);
+}
+
+void ApiServer::resolve_bad_words(SamplingParams* params) const {
+  if (params->bad_words.empty()) return;
+  if (tok_ == nullptr) bad_request("bad_words need the model's tokenizer", "bad_words");
+  if (Status s = tessera::resolve_bad_words(params, *tok_); !s.ok()) bad_request(s.message(), "bad_words");
 }
 
 bool ApiServer::truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const {

@@ -56,6 +56,8 @@ class ApiServer {
   // vLLM's truncate_prompt_tokens: keeps the last k tokens (-1: max_model_len); k past the
   // context is refused. Returns whether it cut anything.
   bool truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const;
+  // The request's bad_words as token sequences (needs the tokenizer).
+  void resolve_bad_words(SamplingParams* params) const;
 
   ApiServerConfig config_;
   AsyncEngine& engine_;

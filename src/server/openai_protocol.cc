@@ -156,6 +156,16 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
     p->include_stop_str_in_output = get_bool(*v, "include_stop_str_in_output");
   }
   if (auto* v = field(b, "user")) get_string(*v, "user");
+  if (auto* v = field(b, "bad_words")) {  // vLLM's extra
+    if (!v->is_array()) wrong_type("bad_words", "a list of strings", *v);
+    if (v->size() > 256) bad_request("bad_words holds at most 256 words", "bad_words");
+    for (const Json& w : *v) {
+      p->bad_words.push_back(get_string(w, "bad_words"));
+      if (p->bad_words.back().find_first_not_of(" \t\n\r") == std::string::npos) {
+        bad_request("bad_words must not be empty or blank", "bad_words");
+      }
+    }
+  }
 }
 
 void parse_stream_options(const Json& b, bool* stream, bool* include_usage, bool* continuous_usage) {

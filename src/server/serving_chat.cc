@@ -14,6 +14,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   std::vector<int32_t> prompt_ids = encode(prompt, req.add_special_tokens, "messages");
   truncate_prompt(&prompt_ids, req.truncate_prompt_tokens);
   SamplingParams params = req.params;
+  resolve_bad_words(&params);
   if (!req.max_tokens_given) params.max_tokens = engine_.max_model_len();  // up to the context
   fit_max_tokens(prompt_ids.size(), req.max_tokens_given, &params);
   if (Status s = engine_.validate(prompt_ids, params); !s.ok()) bad_request(s.message());

@@ -9,6 +9,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   const Json body = parse_json_body(ex.request().body());
   CompletionRequest req = parse_completion_request(body, config_.sampling_defaults);
   check_model(req.model);
+  resolve_bad_words(&req.params);
   const size_t num_prompts = req.prompts.size();
   const int64_t n = req.params.n;
   // Tokenize and check everything before the first request starts.

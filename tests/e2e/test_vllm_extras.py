@@ -11,6 +11,8 @@ client:
   context); the answer equals that of the cut prompt sent as token ids.
 - `stream_options.continuous_usage_stats` (with include_usage): every chunk carries usage,
   the prompt's tokens and its choice's tokens so far, ending at the final usage.
+- `bad_words` (request): a word of the greedy answer, banned, is gone from the new answer
+  (whose text until then is the same).
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -200,6 +202,37 @@ class ContinuousUsageTest(unittest.TestCase):
             model=NAME, prompt=self.PROMPT, max_tokens=3, temperature=0, stream=True,
             stream_options={"include_usage": False, "continuous_usage_stats": True}))
         self.assertTrue(all(c.usage is None for c in chunks))
+
+
+class BadWordsTest(unittest.TestCase):
+    PROMPT = "The capital of France is"
+
+    def test_banned_word_is_gone(self):
+        first = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=12, temperature=0)
+        text = first.choices[0].text
+        words = [w.strip(".,;:!?") for w in text.split()]
+        word = next(w for w in words if len(w) >= 4 and w.isalpha())
+        again = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=12, temperature=0,
+                                          extra_body={"bad_words": [word]})
+        new_words = [w.strip(".,;:!?") for w in again.choices[0].text.split()]
+        self.assertNotIn(word, new_words, (text, again.choices[0].text))
+        cut = text.find(word)
+        self.assertEqual(again.choices[0].text[:cut], text[:cut])
+        chat = CLIENT.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "Name a color."}],
+                                              max_completion_tokens=8, temperature=0)
+        color = next(w.strip(".,;:!?") for w in chat.choices[0].message.content.split()
+                     if len(w.strip(".,;:!?")) >= 3 and w.strip(".,;:!?").isalpha())
+        banned = CLIENT.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "Name a color."}],
+                                                max_completion_tokens=8, temperature=0,
+                                                extra_body={"bad_words": [color]})
+        self.assertNotIn(color, [w.strip(".,;:!?") for w in banned.choices[0].message.content.split()])
+
+    def test_bad_values(self):
+        for value in ("Paris", [""], ["  "], [3]):
+            status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+                "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "bad_words": value})
+            self.assertEqual(status, 400, (value, raw))
+            self.assertEqual(body["error"]["param"], "bad_words", value)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <random>
 
 #include "common/kv_offload_scenario.h"
 #include "common/test_paths.h"
 #include "tessera/llm.h"
+#include "tokenizer/gguf_tokenizer.h"
 
 namespace tessera {
 namespace {
@@ -342,6 +344,78 @@ TEST(LlmEngine, StopStringsAcrossTokenBoundariesAreCutFromTheText) {
   p.include_stop_str_in_output = true;
   const auto kept = (*llm)->generate({"Once upon a time"}, p);
   EXPECT_EQ(kept[0].outputs[0].text, text.substr(0, start + stop.size()));
+}
+
+// bad_words: resolved with the model's tokenizer (engine/bad_words.h), each word's sequences
+// never appear in the output, and a one-token word acts as logit_bias -100 on its ids.
+TEST(LlmEngine, BadWordsNeverAppearAndOneTokenWordsActAsAMask) {
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  auto tok = tokenizer::load_gguf_tokenizer(stories_gguf());
+  ASSERT_TRUE(tok.ok()) << tok.error();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 40;
+  p.ignore_eos = true;
+  const auto full = (*llm)->generate({"Once upon a time"}, p);
+  ASSERT_TRUE(full[0].error.empty()) << full[0].error;
+  const std::vector<int32_t>& ids = full[0].outputs[0].token_ids;
+  auto contains = [](const std::vector<int32_t>& hay, const std::vector<int32_t>& needle) {
+    return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
+  };
+  // The first word of the output that the tokenizer spells with one token (SentencePiece:
+  // "▁little" alone and inside a text).
+  std::string word;
+  std::vector<int32_t> alone;
+  for (int32_t id : ids) {
+    std::string w = (*llm)->decode({id});
+    w.erase(0, w.find_first_not_of(' '));
+    if (w.size() < 3 || !std::all_of(w.begin(), w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
+      continue;
+    }
+    auto a = (*tok)->encode(w, false);
+    ASSERT_TRUE(a.ok());
+    if (a->size() == 1 && contains(ids, *a)) {
+      word = w;
+      alone = *a;
+      break;
+    }
+  }
+  ASSERT_FALSE(word.empty()) << "no one-token word in " << full[0].outputs[0].text;
+  // vLLM's rule: the spelling after a space counts when it has as many tokens, another first.
+  std::vector<std::vector<int32_t>> expected = {alone};
+  auto inside = (*tok)->encode(" " + word, false);
+  ASSERT_TRUE(inside.ok());
+  if (inside->size() == alone.size() && inside->front() != alone.front()) expected.push_back(*inside);
+
+  SamplingParams banned = p;
+  banned.bad_words = {"  " + word};  // leading blanks do not matter
+  const auto without = (*llm)->generate({"Once upon a time"}, banned);
+  ASSERT_TRUE(without[0].error.empty()) << without[0].error;
+  for (const auto& seq : expected) EXPECT_FALSE(contains(without[0].outputs[0].token_ids, seq));
+  EXPECT_NE(without[0].outputs[0].token_ids, ids);
+  SamplingParams as_ids = p;
+  as_ids.bad_words_token_ids = expected;
+  EXPECT_EQ(without[0].outputs[0].token_ids, (*llm)->generate({"Once upon a time"}, as_ids)[0].outputs[0].token_ids);
+  // A one-token sequence masks like logit_bias -100 (greedy never takes it then).
+  SamplingParams one = p, biased = p;
+  one.bad_words_token_ids = {alone};
+  biased.logit_bias = {{alone[0], -100.0f}};
+  EXPECT_EQ((*llm)->generate({"Once upon a time"}, one)[0].outputs[0].token_ids,
+            (*llm)->generate({"Once upon a time"}, biased)[0].outputs[0].token_ids);
+
+  // A two-token sequence of the greedy output: its second token never follows its first.
+  const std::vector<int32_t> pair = {ids[4], ids[5]};
+  SamplingParams seq = p;
+  seq.bad_words_token_ids = {pair};
+  const auto cut = (*llm)->generate({"Once upon a time"}, seq);
+  ASSERT_TRUE(cut[0].error.empty()) << cut[0].error;
+  EXPECT_FALSE(contains(cut[0].outputs[0].token_ids, pair));
+  EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + 5, cut[0].outputs[0].token_ids.begin()));  // same up to there
+
+  SamplingParams blank = p;
+  blank.bad_words = {" "};
+  EXPECT_FALSE((*llm)->generate({"Once upon a time"}, blank)[0].error.empty());
 }
 
 TEST(LlmEngine, ChatRendersTheModelTemplateLikeTransformers) {

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "sample/logit_adjustments.h"
 #include "sample/sampler.h"
 
 namespace tessera {
@@ -197,6 +198,32 @@ TEST(ProcessLogits, BiasMinTokensAndPenaltiesAsSpecified) {
   EXPECT_EQ(l2[5], 3.0f);
 }
 
+TEST(ProcessLogits, BadWordsMaskTheirLastTokenAfterTheirPrefix) {
+  SamplingParams p;
+  p.bad_words_token_ids = {{2}, {4, 5}, {1, 3, 6}, {7, 7}};
+  EXPECT_TRUE(adjustments_read_output(p));
+  const std::vector<int32_t> prompt = {4};
+  auto masked = [&](std::vector<int32_t> output) {
+    std::vector<float> l(8, 1.0f);
+    process_logits(l.data(), 8, p, prompt, output, {});
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 8; ++i) {
+      if (l[i] == -INFINITY) ids.push_back(i);
+      else EXPECT_EQ(l[i], 1.0f);
+    }
+    return ids;
+  };
+  EXPECT_EQ(masked({}), (std::vector<int32_t>{2}));              // one-token words always; the prompt never counts
+  EXPECT_EQ(masked({0, 4}), (std::vector<int32_t>{2, 5}));       // after 4: no 5
+  EXPECT_EQ(masked({1, 3}), (std::vector<int32_t>{2, 6}));       // after 1 3: no 6
+  EXPECT_EQ(masked({3, 1}), (std::vector<int32_t>{2}));          // order matters
+  EXPECT_EQ(masked({7}), (std::vector<int32_t>{2, 7}));          // no 7 right after a 7
+  EXPECT_EQ(masked({4, 1, 3}), (std::vector<int32_t>{2, 6}));    // only the output's end counts
+  SamplingParams one;
+  one.bad_words_token_ids = {{2}};
+  EXPECT_FALSE(adjustments_read_output(one));  // static masks: no need to see the output
+}
+
 TEST(SamplingParams, Validation) {
   SamplingParams p;
   EXPECT_EQ(p.validate(), "");
@@ -216,7 +243,10 @@ TEST(SamplingParams, Validation) {
   for (auto bad : {+[](SamplingParams& q) { q.n = 0; }, +[](SamplingParams& q) { q.min_p = 1.5f; },
                    +[](SamplingParams& q) { q.presence_penalty = 3; }, +[](SamplingParams& q) { q.repetition_penalty = 0; },
                    +[](SamplingParams& q) { q.min_tokens = 100; }, +[](SamplingParams& q) { q.logit_bias[-1] = 1; },
-                   +[](SamplingParams& q) { q.stop = {""}; }, +[](SamplingParams& q) { q.stop_token_ids = {-3}; }}) {
+                   +[](SamplingParams& q) { q.stop = {""}; }, +[](SamplingParams& q) { q.stop_token_ids = {-3}; },
+                   +[](SamplingParams& q) { q.bad_words = {" "}; },
+                   +[](SamplingParams& q) { q.bad_words_token_ids = {{}}; },
+                   +[](SamplingParams& q) { q.bad_words_token_ids = {{3, -1}}; }}) {
     SamplingParams q;
     bad(q);
     EXPECT_NE(q.validate(), "");
