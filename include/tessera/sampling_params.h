@@ -28,6 +28,8 @@ struct SamplingParams {
   // directly too.
   std::vector<std::string> bad_words;
   std::vector<std::vector<int32_t>> bad_words_token_ids;
+  // When not empty, only these tokens can be generated (every other logit masked).
+  std::vector<int32_t> allowed_token_ids;
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   std::vector<int64_t> stop_token_ids;

@@ -68,6 +68,9 @@ Status AsyncEngine::validate(const std::vector<int32_t>& prompt, const SamplingP
   for (const auto& [id, bias] : params.logit_bias) {
     if (id >= vocab_size_) return Status::error("logit_bias token id " + std::to_string(id) + " is out of the vocabulary");
   }
+  for (int32_t id : params.allowed_token_ids) {
+    if (id >= vocab_size_) return Status::error("allowed_token_ids: token id " + std::to_string(id) + " is out of the vocabulary");
+  }
   // Words come as token sequences here (engine/bad_words.h resolves them with the tokenizer).
   if (!params.bad_words.empty()) return Status::error("bad_words must be resolved to token ids first");
   for (const auto& word : params.bad_words_token_ids) {

@@ -24,6 +24,16 @@ std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::spa
   for (const auto& [id, bias] : p.logit_bias) {
     if (LogitAdjustment* a = at(id)) a->add += bias;
   }
+  if (!p.allowed_token_ids.empty()) {
+    // Every token but the allowed ones masked (a dense list: only for requests that ask).
+    std::vector<bool> allowed(static_cast<size_t>(vocab), false);
+    for (int32_t id : p.allowed_token_ids) {
+      if (id >= 0 && id < vocab) allowed[static_cast<size_t>(id)] = true;
+    }
+    for (int64_t id = 0; id < vocab; ++id) {
+      if (!allowed[static_cast<size_t>(id)]) at(id)->add = -INFINITY;
+    }
+  }
   for (const std::vector<int32_t>& word : p.bad_words_token_ids) {
     // The word's last token, once the output ends with the tokens before it.
     const size_t before = word.size() - 1;

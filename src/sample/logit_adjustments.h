@@ -1,5 +1,5 @@
-// What the sampling parameters do to a logits row before sampling (logit bias, bad words'
-// masks, min_tokens' masking of EOS and stop tokens, repetition / frequency / presence
+// What the sampling parameters do to a logits row before sampling (logit bias, the masks of
+// allowed_token_ids and bad words, min_tokens' masking of EOS and stop tokens, repetition / frequency / presence
 // penalties), as a sparse list of per-token adjustments: built on the host from the
 // request's tokens, applied by the CPU path (process_logits) and by the GPU
 // (cuda::apply_logit_adjustments) with the same float operations, so both give the same bits.

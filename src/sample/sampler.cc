@@ -37,6 +37,9 @@ std::string SamplingParams::validate() const {
   for (const std::string& w : bad_words) {
     if (w.find_first_not_of(" \t\n\r") == std::string::npos) return "bad_words must not be empty or blank";
   }
+  for (int32_t id : allowed_token_ids) {
+    if (id < 0) return "allowed_token_ids must be non-negative token ids";
+  }
   for (const auto& ids : bad_words_token_ids) {
     if (ids.empty()) return "bad_words token sequences must not be empty";
     for (int32_t id : ids) {
@@ -125,7 +128,10 @@ int32_t Sampler::sample(const float* logits, int64_t n, const SamplingParams& p)
     r -= w[i];
     if (r <= 0.0) return idx[i];
   }
-  return idx[keep - 1];
+  // Rounding left r above 0: the last candidate that can be drawn (never a masked one).
+  size_t last = keep - 1;
+  while (last > 0 && w[last] == 0.0) --last;
+  return idx[last];
 }
 
 }  // namespace tessera

@@ -156,6 +156,11 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
     p->include_stop_str_in_output = get_bool(*v, "include_stop_str_in_output");
   }
   if (auto* v = field(b, "user")) get_string(*v, "user");
+  if (auto* v = field(b, "allowed_token_ids")) {  // vLLM's extra
+    if (!v->is_array()) wrong_type("allowed_token_ids", "a list of token ids", *v);
+    if (v->empty()) bad_request("allowed_token_ids must not be empty", "allowed_token_ids");
+    for (int32_t id : get_token_ids(*v, "allowed_token_ids")) p->allowed_token_ids.push_back(id);
+  }
   if (auto* v = field(b, "bad_words")) {  // vLLM's extra
     if (!v->is_array()) wrong_type("bad_words", "a list of strings", *v);
     if (v->size() > 256) bad_request("bad_words holds at most 256 words", "bad_words");

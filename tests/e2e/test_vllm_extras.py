@@ -13,6 +13,7 @@ client:
   the prompt's tokens and its choice's tokens so far, ending at the final usage.
 - `bad_words` (request): a word of the greedy answer, banned, is gone from the new answer
   (whose text until then is the same).
+- `allowed_token_ids` (request): with one token allowed, the answer is that token repeated.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -233,6 +234,27 @@ class BadWordsTest(unittest.TestCase):
                 "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "bad_words": value})
             self.assertEqual(status, 400, (value, raw))
             self.assertEqual(body["error"]["param"], "bad_words", value)
+
+
+class AllowedTokenIdsTest(unittest.TestCase):
+
+    def test_one_token_repeats(self):
+        token = tokenize(" blue")[-1]
+        for create, text_of in ((lambda **kw: CLIENT.completions.create(prompt="Colors:", **kw),
+                                 lambda r: r.choices[0].text),
+                                (lambda **kw: CLIENT.chat.completions.create(
+                                    messages=[{"role": "user", "content": "Colors?"}], **kw),
+                                 lambda r: r.choices[0].message.content)):
+            resp = create(model=NAME, max_tokens=4, temperature=0.8, seed=1,
+                          extra_body={"allowed_token_ids": [token], "ignore_eos": True})
+            self.assertEqual(text_of(resp), detokenize([token] * 4))
+            self.assertEqual(resp.usage.completion_tokens, 4)
+
+    def test_bad_values(self):
+        for value in ([], [-1], [10 ** 9], "3", [1.5]):
+            status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+                "model": NAME, "prompt": "Colors:", "max_tokens": 2, "allowed_token_ids": value})
+            self.assertEqual(status, 400, (value, raw))
 
 
 if __name__ == "__main__":

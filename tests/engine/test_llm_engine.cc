@@ -418,6 +418,46 @@ TEST(LlmEngine, BadWordsNeverAppearAndOneTokenWordsActAsAMask) {
   EXPECT_FALSE((*llm)->generate({"Once upon a time"}, blank)[0].error.empty());
 }
 
+// allowed_token_ids: only those tokens come out, the same run as a bias of -100 on all others.
+TEST(LlmEngine, AllowedTokenIdsAreTheOnlyOutputs) {
+  auto llm = LLM::create(quiet(stories_gguf()));
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 24;
+  p.ignore_eos = true;
+  const auto full = (*llm)->generate({"Once upon a time"}, p);
+  ASSERT_TRUE(full[0].error.empty()) << full[0].error;
+  const std::vector<int32_t>& ids = full[0].outputs[0].token_ids;
+  // Every other token of the greedy answer, and a few more.
+  SamplingParams allowed = p, biased = p;
+  for (size_t i = 0; i < ids.size(); i += 2) allowed.allowed_token_ids.push_back(ids[i]);
+  allowed.allowed_token_ids.insert(allowed.allowed_token_ids.end(), {300, 301, 302});
+  for (int32_t id = 0; id < 512; ++id) {
+    if (std::find(allowed.allowed_token_ids.begin(), allowed.allowed_token_ids.end(), id) ==
+        allowed.allowed_token_ids.end()) {
+      biased.logit_bias[id] = -100.0f;
+    }
+  }
+  const auto only = (*llm)->generate({"Once upon a time"}, allowed);
+  ASSERT_TRUE(only[0].error.empty()) << only[0].error;
+  for (int32_t id : only[0].outputs[0].token_ids) {
+    EXPECT_NE(std::find(allowed.allowed_token_ids.begin(), allowed.allowed_token_ids.end(), id),
+              allowed.allowed_token_ids.end())
+        << id;
+  }
+  EXPECT_EQ(only[0].outputs[0].token_ids, (*llm)->generate({"Once upon a time"}, biased)[0].outputs[0].token_ids);
+  SamplingParams seeded = allowed;  // sampling too stays inside the set
+  seeded.temperature = 1.0f;
+  seeded.seed = 7;
+  const auto sampled = (*llm)->generate({"Once upon a time"}, seeded);
+  ASSERT_TRUE(sampled[0].error.empty()) << sampled[0].error;
+  for (int32_t id : sampled[0].outputs[0].token_ids) {
+    EXPECT_NE(std::find(allowed.allowed_token_ids.begin(), allowed.allowed_token_ids.end(), id),
+              allowed.allowed_token_ids.end());
+  }
+}
+
 TEST(LlmEngine, ChatRendersTheModelTemplateLikeTransformers) {
   if (!testing::exists(testing::default_model())) GTEST_SKIP() << "SmolLM2 not installed";
   EngineArgs args = quiet(testing::default_model());

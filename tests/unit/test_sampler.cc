@@ -224,6 +224,16 @@ TEST(ProcessLogits, BadWordsMaskTheirLastTokenAfterTheirPrefix) {
   EXPECT_FALSE(adjustments_read_output(one));  // static masks: no need to see the output
 }
 
+TEST(ProcessLogits, AllowedTokenIdsMaskEveryOtherToken) {
+  SamplingParams p;
+  p.allowed_token_ids = {1, 3, 3, 99};  // repeats and ids past the vocabulary are harmless
+  p.logit_bias = {{3, 0.5f}, {4, 2.0f}};
+  std::vector<float> l(6, 1.0f);
+  process_logits(l.data(), 6, p, {}, {}, {});
+  EXPECT_EQ(l, (std::vector<float>{-INFINITY, 1.0f, -INFINITY, 1.5f, -INFINITY, -INFINITY}));
+  EXPECT_FALSE(adjustments_read_output(p));
+}
+
 TEST(SamplingParams, Validation) {
   SamplingParams p;
   EXPECT_EQ(p.validate(), "");
@@ -245,6 +255,7 @@ TEST(SamplingParams, Validation) {
                    +[](SamplingParams& q) { q.min_tokens = 100; }, +[](SamplingParams& q) { q.logit_bias[-1] = 1; },
                    +[](SamplingParams& q) { q.stop = {""}; }, +[](SamplingParams& q) { q.stop_token_ids = {-3}; },
                    +[](SamplingParams& q) { q.bad_words = {" "}; },
+                   +[](SamplingParams& q) { q.allowed_token_ids = {2, -5}; },
                    +[](SamplingParams& q) { q.bad_words_token_ids = {{}}; },
                    +[](SamplingParams& q) { q.bad_words_token_ids = {{3, -1}}; }}) {
     SamplingParams q;

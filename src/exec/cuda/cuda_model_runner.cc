@@ -170,7 +170,8 @@ bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   if (p.logprobs > kMaxTopLogprobs) return false;
   // Logprobs are those of the raw logits, which the adjustments change in place: such rows
   // go to the host.
-  const bool adjusts = !p.logit_bias.empty() || !p.bad_words_token_ids.empty() || adjustments_read_output(p) ||
+  const bool adjusts = !p.logit_bias.empty() || !p.bad_words_token_ids.empty() || !p.allowed_token_ids.empty() ||
+                       adjustments_read_output(p) ||
                        r.num_output_tokens() + num_pending < p.min_tokens;
   return !(adjusts && p.logprobs > 0);
 }
