@@ -58,8 +58,8 @@ if has ops; then
   step memcheck "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests" \
     --gtest_filter='-*CudaHfReference*:CudaGemv*:*Timing*'
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOG/memcheck.log" | tail -12
-  # The GEMV sweep is long under memcheck: its small shapes there, all of it natively.
-  step memcheck_gemv "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests" --gtest_filter='CudaGemv.MatchesCpuOnSmallShapes:CudaGemv.GraphCapture*'
+  # The GEMV sweep is long under memcheck: its small shapes (every variant) there, all of it natively.
+  step memcheck_gemv "$SANITIZER" --tool memcheck --error-exitcode 1 "$BIN/cuda_tests" --gtest_filter='CudaGemv.MatchesCpuOnSmallShapes:CudaGemv.GraphCapture*:CudaGemv.EveryVariantAndPdl'
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$LOG/memcheck_gemv.log" | tail -4
   step gemv_tests "$BIN/cuda_tests" --gtest_filter='CudaGemv*:*Timing*'
   grep -E "PASSED|FAILED|Failure|us per call|µs" "$LOG/gemv_tests.log" | head -20
