@@ -49,7 +49,10 @@ CudaModelRunner::~CudaModelRunner() {
   for (cudaEvent_t e : step_done_) {
     if (e != nullptr) cudaEventDestroy(e);
   }
-  for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (auto& [bucket, g] : graphs_) {
+    cudaGraphExecDestroy(g.exec);
+    cudaGraphDestroy(g.graph);
+  }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -313,7 +316,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   const int ev = static_cast<int>(st.seq % Profile::kEvents);
   if (profile_.enabled) TESSERA_CUDA_TRY(cudaEventRecord(profile_.begin[ev], stream_), "profile");
   if (op_timer_) op_timer_->start(stream_);
-  if (Status s = offload_.enqueue(out.kv_copies, kv_, stream_); !s.ok()) return s;
+  if (Status s = offload_.enqueue(out.kv_copies, kv_, stream_, cur_); !s.ok()) return s;
   TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_sampling_.get(), sampling,
                                    std::max<int64_t>(num_rows, launch_tokens) * sizeof(SamplingRow),
                                    cudaMemcpyHostToDevice, stream_),
@@ -497,11 +500,36 @@ Status CudaModelRunner::launch_graph(const CudaStep& step, int64_t bucket) {
     TESSERA_CUDA_TRY(end, "graph capture");
     cudaGraphExec_t exec = nullptr;
     const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) cudaGraphDestroy(graph);
     TESSERA_CUDA_TRY(inst, "graph instantiation");
-    it = graphs_.emplace(bucket, exec).first;
+    Graph g{exec, graph, {}};
+    if (step.kv_layer_ready != nullptr) {
+      // The KV offload waits, by layer, to point at the event set of each replay's step.
+      size_t n = 0;
+      TESSERA_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &n), "graph nodes");
+      std::vector<cudaGraphNode_t> nodes(n);
+      TESSERA_CUDA_TRY(cudaGraphGetNodes(graph, nodes.data(), &n), "graph nodes");
+      g.kv_waits.assign(static_cast<size_t>(model_->config().num_hidden_layers), nullptr);
+      for (cudaGraphNode_t node : nodes) {
+        cudaGraphNodeType type;
+        TESSERA_CUDA_TRY(cudaGraphNodeGetType(node, &type), "graph nodes");
+        if (type != cudaGraphNodeTypeWaitEvent) continue;
+        cudaEvent_t e = nullptr;
+        TESSERA_CUDA_TRY(cudaGraphEventWaitNodeGetEvent(node, &e), "graph nodes");
+        const int layer = offload_.layer_of(e);
+        if (layer >= 0 && static_cast<size_t>(layer) < g.kv_waits.size()) g.kv_waits[static_cast<size_t>(layer)] = node;
+      }
+      for (cudaGraphNode_t node : g.kv_waits) {
+        if (node == nullptr) return Status::error("graph capture: a KV offload wait is missing");
+      }
+    }
+    it = graphs_.emplace(bucket, g).first;
   }
-  return cuda_status(cudaGraphLaunch(it->second, stream_), "graph launch");
+  for (size_t l = 0; l < it->second.kv_waits.size(); ++l) {
+    TESSERA_CUDA_TRY(cudaGraphExecEventWaitNodeSetEvent(it->second.exec, it->second.kv_waits[l], step.kv_layer_ready[l]),
+                     "graph KV offload wait");
+  }
+  return cuda_status(cudaGraphLaunch(it->second.exec, stream_), "graph launch");
 }
 
 }  // namespace tessera::cuda
@@ -568,7 +596,7 @@ CudaStep CudaModelRunner::device_step(int64_t num_tokens) const {
   step.meta.num_tokens = num_tokens;
   step.num_splits = attention_num_splits(num_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
   step.logits_indices = dev + l.logits_indices;
-  step.kv_layer_ready = offload_.layer_events();
+  step.kv_layer_ready = offload_.layer_events(cur_);
   return step;
 }
 

@@ -109,7 +109,14 @@ class CudaModelRunner : public ModelRunner {
   bool use_graphs_ = false;
   int64_t tune_rows_ = 0;  // buckets up to this size: an eager run precedes the capture (GEMM timing)
   std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
-  std::map<int64_t, cudaGraphExec_t> graphs_;     // by bucket, captured on first use
+  // A decode graph: the executable, the graph it came from and, with KV offload, its wait
+  // node per layer (re-pointed at each replay's event set).
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    cudaGraph_t graph = nullptr;
+    std::vector<cudaGraphNode_t> kv_waits;
+  };
+  std::map<int64_t, Graph> graphs_;  // by bucket, captured on first use
   Layout layout_{};
   PinnedBuffer<int32_t> host_in_[2];  // step inputs, Layout sections; one set per step in flight
   DeviceBuffer<int32_t> dev_in_;

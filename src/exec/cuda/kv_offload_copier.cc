@@ -6,7 +6,9 @@ namespace tessera::cuda {
 
 KvOffloadCopier::~KvOffloadCopier() {
   if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
-  for (cudaEvent_t e : layer_stored_) cudaEventDestroy(e);
+  for (const auto& set : layer_stored_) {
+    for (cudaEvent_t e : set) cudaEventDestroy(e);
+  }
   if (step_begin_ != nullptr) cudaEventDestroy(step_begin_);
   if (copy_stream_ != nullptr) cudaStreamDestroy(copy_stream_);
 }
@@ -19,9 +21,11 @@ Status KvOffloadCopier::init(int32_t num_host_blocks, int64_t num_layers, int64_
   if (Status st = host_.allocate(elems, "the KV offload tier"); !st.ok()) return st;
   TESSERA_CUDA_TRY(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "KV offload stream");
   TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&step_begin_, cudaEventDisableTiming), "KV offload events");
-  layer_stored_.assign(static_cast<size_t>(num_layers), nullptr);
-  for (cudaEvent_t& e : layer_stored_) {
-    TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "KV offload events");
+  for (auto& set : layer_stored_) {
+    set.assign(static_cast<size_t>(num_layers), nullptr);
+    for (cudaEvent_t& e : set) {
+      TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "KV offload events");
+    }
   }
   num_host_blocks_ = num_host_blocks;
   return Status();
@@ -35,9 +39,20 @@ Status KvOffloadCopier::check(const KvBlockCopy& c, const CudaKvCache& kv) const
   return Status();
 }
 
-Status KvOffloadCopier::enqueue(const KvCopies& copies, const CudaKvCache& kv, cudaStream_t stream) {
+int KvOffloadCopier::layer_of(cudaEvent_t e) const {
+  for (const auto& set : layer_stored_) {
+    for (size_t l = 0; l < set.size(); ++l) {
+      if (set[l] == e) return static_cast<int>(l);
+    }
+  }
+  return -1;
+}
+
+Status KvOffloadCopier::enqueue(const KvCopies& copies, const CudaKvCache& kv, cudaStream_t stream, int set) {
   if (copies.empty()) return Status();
   if (!enabled()) return Status::error("KV offload copies without a host tier");
+  if (set < 0 || set >= kSets) return Status::error("KV offload: no such event set");
+  std::vector<cudaEvent_t>& layer_stored = layer_stored_[static_cast<size_t>(set)];
   for (const auto* list : {&copies.stores, &copies.loads}) {
     for (const KvBlockCopy& c : *list) {
       if (Status s = check(c, kv); !s.ok()) return s;
@@ -75,13 +90,13 @@ Status KvOffloadCopier::enqueue(const KvCopies& copies, const CudaKvCache& kv, c
       TESSERA_CUDA_TRY(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1,
                                             copy_stream_),
                        "KV offload store");
-      TESSERA_CUDA_TRY(cudaEventRecord(layer_stored_[static_cast<size_t>(l)], copy_stream_), "KV offload");
+      TESSERA_CUDA_TRY(cudaEventRecord(layer_stored[static_cast<size_t>(l)], copy_stream_), "KV offload");
     }
   }
   if (!copies.loads.empty()) {
     // A fresh block may have been stored from first: loads follow every store of the step.
     if (!copies.stores.empty()) {
-      TESSERA_CUDA_TRY(cudaStreamWaitEvent(stream, layer_stored_.back(), 0), "KV offload");
+      TESSERA_CUDA_TRY(cudaStreamWaitEvent(stream, layer_stored.back(), 0), "KV offload");
     }
     // The device's slabs of a block sit layer_elems apart (K and V of every layer), the host's
     // back to back: one strided copy per block.

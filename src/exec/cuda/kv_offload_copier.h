@@ -3,12 +3,17 @@
 //
 // Stores (device -> host) run on a copy stream of their own, layer by layer, once the work
 // queued on the main stream before the step is done (it wrote those blocks); the step's
-// forward waits for layer l's stores (layer_events()[l]) just before it writes layer l's
+// forward waits for layer l's stores (layer_events(set)[l]) just before it writes layer l's
 // K/V, so they overlap the layers before instead of delaying the whole step. Loads (host ->
 // device) run on the main stream ahead of the forward, after every store of the step (a
 // fresh block may be stored from and then loaded into). Across steps the order holds
 // through the main stream: a step's forward waited for all of its stores, so the next
 // step's loads and copies see them done.
+//
+// The events come in two sets, one per step in flight (the runner's buffer sets): a set is
+// recorded again only two steps later, once the step that waited on it has completed, so a
+// wait never meets a record meant for a later step (whenever CUDA resolves a graph's wait
+// nodes). Decode graphs wait on the set given at replay (cudaGraphExecEventWaitNodeSetEvent).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -35,13 +40,19 @@ class KvOffloadCopier {
   Status init(int32_t num_host_blocks, int64_t num_layers, int64_t slab_elems);
   bool enabled() const { return num_host_blocks_ > 0; }
 
-  // Queues the step's copies: stores on the copy stream (recording the layer events), loads
-  // on `stream`. No copies: nothing queued (the layer events keep older, completed records).
-  Status enqueue(const KvCopies& copies, const CudaKvCache& kv, cudaStream_t stream);
+  static constexpr int kSets = 2;
 
-  // The events the forward waits for before writing each layer's K/V (graph capture: wait
-  // with cudaEventWaitExternal); null when offload is off.
-  const cudaEvent_t* layer_events() const { return enabled() ? layer_stored_.data() : nullptr; }
+  // Queues the step's copies: stores on the copy stream (recording event set `set`), loads on
+  // `stream`. No copies: nothing queued (the set keeps older, completed records).
+  Status enqueue(const KvCopies& copies, const CudaKvCache& kv, cudaStream_t stream, int set);
+
+  // The events (of one set) the forward waits for before writing each layer's K/V (graph
+  // capture: waits with cudaEventWaitExternal); null when offload is off.
+  const cudaEvent_t* layer_events(int set) const {
+    return enabled() ? layer_stored_[static_cast<size_t>(set)].data() : nullptr;
+  }
+  // The layer whose event `e` is, in any set; -1: none of them.
+  int layer_of(cudaEvent_t e) const;
 
  private:
   Status check(const KvBlockCopy& c, const CudaKvCache& kv) const;
@@ -51,7 +62,7 @@ class KvOffloadCopier {
   PinnedBuffer<bf16> host_;  // [num_host_blocks][2 x layers][slab]: K, V of layer 0, then 1, ...
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t step_begin_ = nullptr;         // on the main stream: what the stores must follow
-  std::vector<cudaEvent_t> layer_stored_;    // on the copy stream: layer l's stores done
+  std::vector<cudaEvent_t> layer_stored_[kSets];  // on the copy stream: layer l's stores done
 };
 
 }  // namespace tessera::cuda
