@@ -41,6 +41,9 @@ struct RequestOutput {
   std::vector<int32_t> prompt_token_ids;
   // Per prompt token when requested; the first is empty (nothing predicts it).
   std::vector<PositionLogprobs> prompt_logprobs;
+  // With prompt_logprobs: each prompt token's rank in its distribution (1: the most likely;
+  // 0 for the first).
+  std::vector<int32_t> prompt_logprob_ranks;
   std::vector<CompletionOutput> outputs;
   bool finished = false;
   int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache

@@ -226,7 +226,7 @@ void AsyncEngine::abort_now(uint64_t stream_id) {
   if (a.open == 0) active_.erase(it);
 }
 
-void AsyncEngine::publish(Active& a, std::vector<CompletionDelta>* deltas, std::vector<PositionLogprobs>* prompt_logprobs) {
+void AsyncEngine::publish(Active& a, std::vector<CompletionDelta>* deltas, PromptLogprobs* prompt_logprobs) {
   const bool done = a.open == 0;
   // One update: a consumer that sees `finished` has every delta too.
   a.stream->update([&](StreamBatch& b) {
@@ -234,7 +234,8 @@ void AsyncEngine::publish(Active& a, std::vector<CompletionDelta>* deltas, std::
       for (auto& d : *deltas) b.deltas.push_back(std::move(d));
     }
     if (prompt_logprobs != nullptr) {
-      for (auto& lp : *prompt_logprobs) b.prompt_logprobs.push_back(std::move(lp));
+      for (auto& lp : prompt_logprobs->logprobs) b.prompt_logprobs.push_back(std::move(lp));
+      b.prompt_ranks.insert(b.prompt_ranks.end(), prompt_logprobs->ranks.begin(), prompt_logprobs->ranks.end());
     }
     if (done) {
       b.finished = true;
@@ -280,7 +281,7 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
   const double t = now_seconds();
   // Deltas grouped per stream, so each consumer wakes once per step.
   std::unordered_map<Active*, std::vector<CompletionDelta>> news;
-  std::unordered_map<Active*, std::vector<PositionLogprobs>> prompt_news;
+  std::unordered_map<Active*, PromptLogprobs> prompt_news;
   std::vector<Active*> order;
   std::vector<double> itls;
   std::vector<double> ttfts;
@@ -301,12 +302,14 @@ void AsyncEngine::process(const std::vector<EngineStepOutput>& outputs) {
     auto [a, c] = it->second;
     if (news.find(a) == news.end() && prompt_news.find(a) == prompt_news.end()) order.push_back(a);
     if (!o.prompt_logprobs.empty()) {
-      auto& p = prompt_news[a];
+      PromptLogprobs& p = prompt_news[a];
       if (!a->prompt_logprobs_started) {
         a->prompt_logprobs_started = true;
-        p.emplace_back();  // nothing predicts the first prompt token
+        p.logprobs.emplace_back();  // nothing predicts the first prompt token
+        p.ranks.push_back(0);
       }
-      p.insert(p.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
+      p.logprobs.insert(p.logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
+      p.ranks.insert(p.ranks.end(), o.prompt_ranks.begin(), o.prompt_ranks.end());
     }
     CompletionDelta d;
     RequestStatus status = o.status;

@@ -71,7 +71,12 @@ class AsyncEngine {
   // The child ended: its final delta and metrics (the stream ends in publish()).
   void finish_child(Active& a, size_t child, RequestStatus status, CompletionDelta* d);
   // Hands a step's news to the stream, with its end once every child has finished.
-  void publish(Active& a, std::vector<CompletionDelta>* deltas, std::vector<PositionLogprobs>* prompt_logprobs);
+  // Prompt positions finished in a step: logprobs and the prompt tokens' ranks.
+  struct PromptLogprobs {
+    std::vector<PositionLogprobs> logprobs;
+    std::vector<int32_t> ranks;
+  };
+  void publish(Active& a, std::vector<CompletionDelta>* deltas, PromptLogprobs* prompt_logprobs);
 
   std::unique_ptr<EngineCoreBase> core_;
   const tokenizer::Tokenizer* tok_;

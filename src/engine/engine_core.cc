@@ -195,6 +195,9 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
       log_softmax(runner_->logits(lr.first_prompt_row + k), vocab, scratch_.data());
       const int32_t token = r->prompt_token_ids[lr.prompt_position + k];
       o.prompt_logprobs.push_back(logprobs_with(scratch_.data(), vocab, r->params.prompt_logprobs, token));
+      const float lp = scratch_[static_cast<size_t>(token)];
+      o.prompt_ranks.push_back(1 + static_cast<int32_t>(std::count_if(scratch_.begin(), scratch_.begin() + vocab,
+                                                                      [lp](float x) { return x > lp; })));
     }
     if (lr.sampled_token >= 0) {  // sampled by the runner; needs nothing from the host
       sampled.push_back(lr.sampled_token);

@@ -28,6 +28,7 @@ struct EngineStepOutput {
   std::optional<PositionLogprobs> new_logprobs;  // when the request asked for logprobs
   float new_token_logprob = 0.0f;               // raw logprob of new_token (with logprobs)
   std::vector<PositionLogprobs> prompt_logprobs;  // prompt positions finished this step
+  std::vector<int32_t> prompt_ranks;  // each one's prompt token rank (1: the most likely)
   RequestStatus status = RequestStatus::kRunning;
 };
 

@@ -214,8 +214,12 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
       if (c.done) continue;
       RequestOutput& res = results[c.prompt_idx];
       if (c.index == 0 && !o.prompt_logprobs.empty()) {
-        if (res.prompt_logprobs.empty()) res.prompt_logprobs.emplace_back();  // position 0
+        if (res.prompt_logprobs.empty()) {  // position 0
+          res.prompt_logprobs.emplace_back();
+          res.prompt_logprob_ranks.push_back(0);
+        }
         res.prompt_logprobs.insert(res.prompt_logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
+        res.prompt_logprob_ranks.insert(res.prompt_logprob_ranks.end(), o.prompt_ranks.begin(), o.prompt_ranks.end());
       }
       RequestStatus status = o.status;
       if (o.new_token) {

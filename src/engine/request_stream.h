@@ -31,6 +31,7 @@ struct CompletionDelta {
 struct StreamBatch {
   std::vector<CompletionDelta> deltas;
   std::vector<PositionLogprobs> prompt_logprobs;  // positions finished since the last take
+  std::vector<int32_t> prompt_ranks;              // their prompt tokens' ranks (0: the first)
   bool finished = false;  // every completion ended; nothing follows
   std::string error;      // the engine rejected the request (finished is set too)
   int32_t num_cached_tokens = 0;

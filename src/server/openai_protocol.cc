@@ -295,6 +295,11 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
+  if (auto* v = field(b, "prompt_logprobs")) {  // vLLM's extra
+    r.prompt_logprobs = get_int(*v, "prompt_logprobs", 0, 20);
+    if (r.stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
+    r.params.prompt_logprobs = std::max(r.params.prompt_logprobs, r.prompt_logprobs);
+  }
   return r;
 }
 
@@ -366,6 +371,11 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
+  if (auto* v = field(b, "prompt_logprobs")) {  // vLLM's extra
+    r.prompt_logprobs = get_int(*v, "prompt_logprobs", 0, 20);
+    if (r.stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
+    r.params.prompt_logprobs = std::max(r.params.prompt_logprobs, r.prompt_logprobs);
+  }
   return r;
 }
 

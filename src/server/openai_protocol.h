@@ -55,6 +55,7 @@ struct CompletionRequest {
   int64_t logprobs = -1;  // -1: none
   bool add_special_tokens = true;
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
+  int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
 };
 
 struct ChatRequest {
@@ -76,6 +77,7 @@ struct ChatRequest {
   bool logprobs = false;
   int64_t top_logprobs = 0;
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
+  int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

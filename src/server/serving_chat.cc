@@ -37,9 +37,13 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
 
   if (!req.stream) {
     std::vector<ChoiceState> choices(static_cast<size_t>(n));
+    std::vector<PositionLogprobs> prompt_logprobs;
+    std::vector<int32_t> prompt_ranks;
     auto on_batch = [&](size_t, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
       cached = std::max<int64_t>(cached, b.num_cached_tokens);
+      for (auto& lp : b.prompt_logprobs) prompt_logprobs.push_back(std::move(lp));
+      prompt_ranks.insert(prompt_ranks.end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
       for (const CompletionDelta& d : b.deltas) choices[d.index].append(d);
     };
     if (!co_await streams.run(ex, on_batch, nullptr)) {
@@ -64,12 +68,15 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                                  {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
                                  {"stop_reason", ch.stop_reason}});
     }
-    const Json response = {{"id", id},
-                           {"object", "chat.completion"},
-                           {"created", created},
-                           {"model", model},
-                           {"choices", std::move(out_choices)},
-                           {"usage", usage()}};
+    Json response = {{"id", id},
+                     {"object", "chat.completion"},
+                     {"created", created},
+                     {"model", model},
+                     {"choices", std::move(out_choices)},
+                     {"usage", usage()}};
+    if (req.prompt_logprobs >= 0) {
+      response["prompt_logprobs"] = prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks);
+    }
     co_await respond_json(ex, response);
     co_return;
   }

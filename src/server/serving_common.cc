@@ -62,6 +62,25 @@ Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<
               {"prompt_tokens_details", cached_tokens ? Json{{"cached_tokens", *cached_tokens}} : Json()}};
 }
 
+Json prompt_logprobs_json(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                          const std::vector<PositionLogprobs>& logprobs, const std::vector<int32_t>& ranks) {
+  Json out = Json::array();
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (t == 0 || t >= logprobs.size()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    Json position = Json::object();
+    for (size_t j = 0; j < logprobs[t].size(); ++j) {
+      const auto& [id, lp] = logprobs[t][j];
+      const int64_t rank = id == ids[t] && t < ranks.size() ? ranks[t] : static_cast<int64_t>(j + 1);
+      position[std::to_string(id)] = Json{{"logprob", lp}, {"rank", rank}, {"decoded_token", token_text(tok, id)}};
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
+
 std::string token_text(const tokenizer::Tokenizer* tok, int32_t id) {
   if (tok == nullptr) return "";
   const int32_t ids[1] = {id};

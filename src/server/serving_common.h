@@ -59,6 +59,12 @@ Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<
 // The text of one token as logprobs report it (decoded alone, special tokens kept).
 std::string token_text(const tokenizer::Tokenizer* tok, int32_t id);
 
+// vLLM's prompt_logprobs: per prompt position null (the first) or {"<id>": {"logprob",
+// "rank", "decoded_token"}} for the top entries and the prompt token (ranks: the engine's
+// for the prompt token, order for the others).
+Json prompt_logprobs_json(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+                          const std::vector<PositionLogprobs>& logprobs, const std::vector<int32_t>& ranks);
+
 // One completion's accumulated output (unstreamed responses).
 struct ChoiceState {
   std::string text;

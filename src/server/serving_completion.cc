@@ -55,10 +55,12 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   if (!req.stream) {
     std::vector<ChoiceState> choices(num_prompts * static_cast<size_t>(n));
     std::vector<std::vector<PositionLogprobs>> prompt_logprobs(num_prompts);
+    std::vector<std::vector<int32_t>> prompt_ranks(num_prompts);
     auto on_batch = [&](size_t i, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
       cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs[i].push_back(std::move(lp));
+      prompt_ranks[i].insert(prompt_ranks[i].end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
       for (const CompletionDelta& d : b.deltas) choices[i * n + d.index].append(d);
     };
     if (!co_await streams.run(ex, on_batch, nullptr)) {
@@ -104,11 +106,15 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
           logprobs = completion_logprobs(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
         }
       }
-      out_choices.push_back(Json{{"index", c},
-                                 {"text", std::move(text)},
-                                 {"logprobs", std::move(logprobs)},
-                                 {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                                 {"stop_reason", ch.stop_reason}});
+      Json choice = {{"index", c},
+                     {"text", std::move(text)},
+                     {"logprobs", std::move(logprobs)},
+                     {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+                     {"stop_reason", ch.stop_reason}};
+      if (req.prompt_logprobs >= 0) {
+        choice["prompt_logprobs"] = prompt_logprobs_json(tok_, prompt_ids[i], prompt_logprobs[i], prompt_ranks[i]);
+      }
+      out_choices.push_back(std::move(choice));
     }
     const Json response = {{"id", id},
                            {"object", "text_completion"},

@@ -14,6 +14,8 @@ client:
 - `bad_words` (request): a word of the greedy answer, banned, is gone from the new answer
   (whose text until then is the same).
 - `allowed_token_ids` (request): with one token allowed, the answer is that token repeated.
+- `prompt_logprobs` (request): per prompt token null (the first) or the top entries and the
+  prompt token, with ranks; the prompt token's logprob equals what echo + logprobs report.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -255,6 +257,57 @@ class AllowedTokenIdsTest(unittest.TestCase):
             status, body, raw = SERVER.json_request("POST", "/v1/completions", {
                 "model": NAME, "prompt": "Colors:", "max_tokens": 2, "allowed_token_ids": value})
             self.assertEqual(status, 400, (value, raw))
+
+
+class PromptLogprobsTest(unittest.TestCase):
+    PROMPT = "The quick brown fox jumps over the lazy dog"
+
+    def check_positions(self, ids, positions, k):
+        self.assertEqual(len(positions), len(ids))
+        self.assertIsNone(positions[0])
+        for t in range(1, len(ids)):
+            entries = positions[t]
+            self.assertIn(str(ids[t]), entries, t)
+            self.assertLessEqual(len(entries), k + 1)
+            ranked = sorted(entries.values(), key=lambda e: e["rank"])
+            self.assertEqual([e["logprob"] for e in ranked], sorted((e["logprob"] for e in ranked), reverse=True))
+            for e in entries.values():
+                self.assertLessEqual(e["logprob"], 1e-6)
+                self.assertGreaterEqual(e["rank"], 1)
+                self.assertIsInstance(e["decoded_token"], str)
+            mine = entries[str(ids[t])]
+            if mine["rank"] > k:  # outside the top k: below every one of them
+                self.assertEqual(len(entries), k + 1)
+                self.assertLessEqual(mine["logprob"], min(e["logprob"] for e in entries.values()))
+        return [positions[t][str(ids[t])]["logprob"] for t in range(1, len(ids))]
+
+    def test_completion(self):
+        ids = tokenize(self.PROMPT)
+        status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+            "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 2})
+        self.assertEqual(status, 200, raw)
+        mine = self.check_positions(ids, body["choices"][0]["prompt_logprobs"], 2)
+        echo = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=1, temperature=0, echo=True,
+                                         logprobs=0)
+        for a, b in zip(mine, echo.choices[0].logprobs.token_logprobs[1:len(ids)]):
+            self.assertAlmostEqual(a, b, places=5)
+
+    def test_chat(self):
+        messages = [{"role": "user", "content": self.PROMPT}]
+        status, body, raw = SERVER.json_request("POST", "/v1/chat/completions", {
+            "model": NAME, "messages": messages, "max_tokens": 1, "prompt_logprobs": 0})
+        self.assertEqual(status, 200, raw)
+        status, tok, raw = SERVER.json_request("POST", "/tokenize", {
+            "model": NAME, "messages": messages, "add_generation_prompt": True})
+        self.check_positions(tok["tokens"], body["prompt_logprobs"], 0)
+        self.assertEqual(len(body["prompt_logprobs"]), body["usage"]["prompt_tokens"])
+
+    def test_bad_values(self):
+        for extra in ({"prompt_logprobs": -1}, {"prompt_logprobs": 21}, {"prompt_logprobs": 1, "stream": True}):
+            status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+                "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, **extra})
+            self.assertEqual(status, 400, (extra, raw))
+            self.assertEqual(body["error"]["param"], "prompt_logprobs", extra)
 
 
 if __name__ == "__main__":
