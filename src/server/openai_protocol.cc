@@ -85,6 +85,16 @@ std::optional<int64_t> parse_truncate_prompt_tokens(const Json& b) {
   return k;
 }
 
+// vLLM's prompt_logprobs (0..20, not with stream): -1 when absent; raises params' to it.
+int64_t parse_prompt_logprobs(const Json& b, bool stream, SamplingParams* params) {
+  const Json* v = field(b, "prompt_logprobs");
+  if (v == nullptr) return -1;
+  const int64_t k = get_int(*v, "prompt_logprobs", 0, 20);
+  if (stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
+  params->prompt_logprobs = std::max(params->prompt_logprobs, k);
+  return k;
+}
+
 std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
   std::vector<int32_t> ids;
   ids.reserve(v.size());
@@ -295,11 +305,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
-  if (auto* v = field(b, "prompt_logprobs")) {  // vLLM's extra
-    r.prompt_logprobs = get_int(*v, "prompt_logprobs", 0, 20);
-    if (r.stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
-    r.params.prompt_logprobs = std::max(r.params.prompt_logprobs, r.prompt_logprobs);
-  }
+  r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
   return r;
 }
 
@@ -371,11 +377,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
-  if (auto* v = field(b, "prompt_logprobs")) {  // vLLM's extra
-    r.prompt_logprobs = get_int(*v, "prompt_logprobs", 0, 20);
-    if (r.stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
-    r.params.prompt_logprobs = std::max(r.params.prompt_logprobs, r.prompt_logprobs);
-  }
+  r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
   return r;
 }
 

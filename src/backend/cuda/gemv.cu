@@ -119,6 +119,35 @@ struct XStep {
   uint4 nw[kChunks];
 };
 
+// A lane's inputs: rows g and g + 8 of x (through p.rows when given) and the norm weights,
+// at its 8 columns c * 8 of each 32; read after pdl_wait (earlier kernels write them).
+template <bool kNorm, bool kTok16>
+struct XSource {
+  const bf16* x0 = nullptr;
+  const bf16* x1 = nullptr;
+  const bf16* nrm = nullptr;
+  int64_t k;
+  int c;
+
+  __device__ XSource(const Params& p, int g, int c_) : k(p.k), c(c_) {
+    if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
+    if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
+    if (kNorm) nrm = p.norm + c * 8;
+  }
+
+  // The step of kStepK columns at k0 (zeros past k and for missing rows).
+  __device__ void load(int64_t k0, XStep& st) const {
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t off = k0 + j * 32;
+      const bool valid = off + c * 8 < k;
+      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
+    }
+  }
+};
+
 // One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
 // the x (and norm weights) of the step; with the norm, sums x^2 into ss.
 template <bool kNorm, bool kTok16>
@@ -270,22 +299,8 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 
   // Everything below reads what earlier kernels wrote.
   pdl_wait();
-  const bf16* x0 = nullptr;
-  const bf16* x1 = nullptr;
-  if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
-  if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
-  const bf16* nrm = kNorm ? p.norm + c * 8 : nullptr;
-  auto load_x = [&](int i, XStep& s) {
-    const int64_t k0 = static_cast<int64_t>(warp + i * W) * kStepK;
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      const int64_t off = k0 + j * 32;
-      const bool valid = off + c * 8 < k;
-      s.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
-      if constexpr (kTok16) s.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
-      if constexpr (kNorm) s.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
-    }
-  };
+  const XSource<kNorm, kTok16> xs(p, g, c);
+  auto load_x = [&](int i, XStep& s) { xs.load(static_cast<int64_t>(warp + i * W) * kStepK, s); };
 
   float acc[kGroups][4] = {};
   float ss[2] = {0.0f, 0.0f};
@@ -441,22 +456,10 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   // Consumers. Everything below reads what earlier kernels wrote.
   pdl_wait();
   const int g = lane >> 2, c = lane & 3;
-  const bf16* x0 = nullptr;
-  const bf16* x1 = nullptr;
-  if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
-  if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
-  const bf16* nrm = kNorm ? p.norm + c * 8 : nullptr;
+  const XSource<kNorm, kTok16> xs(p, g, c);
   const int sub_tile = warp / kCb, col_block = warp % kCb;
   auto load_x = [&](int chunk, XStep& st) {
-    const int64_t k0 = static_cast<int64_t>(chunk) * kChunkCols + col_block * kStepK;
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      const int64_t off = k0 + j * 32;
-      const bool valid = off + c * 8 < k;
-      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
-      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
-      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
-    }
+    xs.load(static_cast<int64_t>(chunk) * kChunkCols + col_block * kStepK, st);
   };
   // This lane's 16 bytes of a stage: row g of each group of its sub-tile (gemv_silu_mul:
   // gate rows in the first half of the box, up rows in the second), columns
