@@ -219,8 +219,14 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     }
     mark(OpTimer::kQkvGemm);
     if (step.kv_layer_ready != nullptr) {
-      // An external wait, so that a captured graph waits for the step's own stores at replay.
-      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], cudaEventWaitExternal); e != cudaSuccess) {
+      // While capturing, an external wait, so that a graph waits for each replay's own stores
+      // (the flag is invalid outside capture).
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
+        return cuda_status(e, "KV offload wait");
+      }
+      const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventWaitExternal : cudaEventWaitDefault;
+      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], flags); e != cudaSuccess) {
         return cuda_status(e, "KV offload wait");
       }
     }
