@@ -102,15 +102,19 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// bf16 pair x (low element first) times the norm weights nw, rounded back to a bf16 pair;
-// adds x^2 to ss.
-__device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t nw, float& ss) {
+// bf16 pair x (low element first) times the norm weights nw, rounded once to a bf16 pair
+// (the products of bf16 are exact in fp32, so this equals multiplying in fp32 and rounding).
+__device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t nw) {
+  uint32_t r;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(nw));
+  return r;
+}
+
+// Adds the squares of a bf16 pair (low element first) to ss.
+__device__ __forceinline__ void add_squares(uint32_t x, float& ss) {
   const float x0 = __uint_as_float(x << 16), x1 = __uint_as_float(x & 0xffff0000u);
-  const float w0 = __uint_as_float(nw << 16), w1 = __uint_as_float(nw & 0xffff0000u);
   ss = fmaf(x0, x0, ss);
   ss = fmaf(x1, x1, ss);
-  const __nv_bfloat162 r = __floats2bfloat162_rn(x0 * w0, x1 * w1);
-  return *reinterpret_cast<const uint32_t*>(&r);
 }
 
 // One step's x (and norm weights) of a lane: [token half][chunk].
@@ -149,18 +153,23 @@ struct XSource {
 };
 
 // One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
-// the x (and norm weights) of the step; with the norm, sums x^2 into ss.
+// the x (and norm weights) of the step; with the norm and squares set, sums x^2 into ss (the
+// bulk kernel needs them once per CTA: every tile of it sees the same x).
 template <bool kNorm, bool kTok16>
 __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2], const XStep& cur,
-                                         const uint4 (&wv)[kGroups][kChunks]) {
+                                         const uint4 (&wv)[kGroups][kChunks], bool squares = true) {
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
     uint32_t a[2][4];  // [token half][column pair]
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       if constexpr (kNorm) {
-        a[0][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q), ss[0]);
-        a[1][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q), ss[1]) : 0u;
+        if (squares) {
+          add_squares(word(cur.x[0][j], q), ss[0]);
+          if constexpr (kTok16) add_squares(word(cur.x[1][j], q), ss[1]);
+        }
+        a[0][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q));
+        a[1][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q)) : 0u;
       } else {
         a[0][q] = word(cur.x[0][j], q);
         a[1][q] = kTok16 ? word(cur.x[1][j], q) : 0u;
@@ -434,11 +443,13 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     // Producer: weights only (constant), so it starts before the previous kernel ends.
     if (lane == 0) {
       const uint64_t policy = evict_first_policy();
+      // Counters, not divisions: stage s of the ring in phase `phase`, chunk of tile.
+      int s = 0, chunk = 0;
+      uint32_t phase = 0;
+      int64_t tile = t0;
       for (int64_t i = 0; i < total; ++i) {
-        const int s = static_cast<int>(i % S);
-        if (i >= S) mbar_wait(empty + 8 * s, static_cast<uint32_t>((i / S - 1) & 1));
-        const int64_t tile = t0 + i / chunks;
-        const int block = static_cast<int>(i % chunks) * kCb;
+        if (i >= S) mbar_wait(empty + 8 * s, phase ^ 1u);
+        const int block = chunk * kCb;
         const uint32_t dst = stages + s * kBulkStageBytes;
         mbar_arrive_expect_tx(full + 8 * s, kBulkStageBytes);
         if constexpr (E == Epi::kSiluMul) {  // R / 2 gate rows, then their up rows
@@ -447,6 +458,14 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
                       policy);
         } else {
           tensor_copy(dst, wmap, 0, block, static_cast<int>(tile * R), full + 8 * s, policy);
+        }
+        if (++chunk == chunks) {
+          chunk = 0;
+          ++tile;
+        }
+        if (++s == S) {
+          s = 0;
+          phase ^= 1u;
         }
       }
     }
@@ -475,10 +494,15 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   float ss[2] = {0.0f, 0.0f};
   XStep cur{}, next{};
   if (total > 0) load_x(0, cur);
+  // Counters, not divisions (the loop's integer work competes with the MMAs for issue slots).
+  int s = 0, chunk = 0;
+  uint32_t phase = 0;
+  int64_t tile = t0;
+  bool first_tile = true;  // the sums of squares: once, every tile sees the same x
   for (int64_t i = 0; i < total; ++i) {
-    const int s = static_cast<int>(i % S), chunk = static_cast<int>(i % chunks);
-    if (i + 1 < total) load_x((chunk + 1) % chunks, next);
-    mbar_wait(full + 8 * s, static_cast<uint32_t>((i / S) & 1));
+    const int next_chunk = chunk + 1 == chunks ? 0 : chunk + 1;
+    if (i + 1 < total) load_x(next_chunk, next);
+    mbar_wait(full + 8 * s, phase);
     uint4 wv[kGroups][kChunks];
 #pragma unroll
     for (int rg = 0; rg < kGroups; ++rg) {
@@ -489,12 +513,12 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
-    mma_step<kNorm, kTok16>(acc, ss, cur, wv);
+    mma_step<kNorm, kTok16>(acc, ss, cur, wv, first_tile);
     cur = next;
     if (chunk == chunks - 1) {
-      const int64_t tile = t0 + i / chunks;
       float* buf = red + (tile & 1) * (kBulkConsumers * kBulkRedFloats);
-      store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc, ss, lane);
+      float tile_ss[2] = {ss[0], ss[1]};  // store_partials reduces its copy in place
+      store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc, tile_ss, lane);
       consumers_sync();
       // Sub-tile q's outputs (16 rows; gemv_silu_mul: 8) by the threads of its kCb warps.
       write_outputs<kCb, kNorm, kTok16, E>(p, buf + sub_tile * kCb * kBulkRedFloats, kBulkRedFloats,
@@ -505,7 +529,13 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[rg][q] = 0.0f;
       }
-      ss[0] = ss[1] = 0.0f;
+      first_tile = false;
+      ++tile;
+    }
+    chunk = next_chunk;
+    if (++s == S) {
+      s = 0;
+      phase ^= 1u;
     }
   }
 }
