@@ -34,14 +34,13 @@ int bulk_gemv_variant() {
 }
 
 // Decode steps of at most this many tokens run the MLP and the LM head as fused GEMVs with the
-// tensor-copy kernel, which streams those matrices fastest there: a batch-1 step 4.41 ms
-// against 4.60 with cuBLASLt's (H200, bench latency). From 4 tokens on cuBLASLt's MLP wins
-// (vLLM's latency test at batch 8: 0.583 s against 0.596). TESSERA_DECODE_BULK_TOKENS=N moves
-// the bound (0: never).
+// tensor-copy kernel, which streams those matrices fastest there: the chain of 32 layers and
+// the LM head 3.84 / 3.86 / 3.93 / 3.95 ms at 1 / 2 / 4 / 8 tokens against 4.15-4.19 with
+// cuBLASLt's (H200, bench_gemv). TESSERA_DECODE_BULK_TOKENS=N moves the bound (0: never).
 int64_t bulk_decode_max_tokens() {
   static const int64_t tokens = [] {
     const char* e = std::getenv("TESSERA_DECODE_BULK_TOKENS");
-    return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) : int64_t{2};
+    return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) : int64_t{8};
   }();
   return tokens;
 }
