@@ -132,8 +132,9 @@ struct XSource {
   const bf16* nrm = nullptr;
   int64_t k;
   int c;
+  int flip;  // 1: the step's two 32-column pieces in the order 1, 0 (the bulk kernel's lanes of odd g)
 
-  __device__ XSource(const Params& p, int g, int c_) : k(p.k), c(c_) {
+  __device__ XSource(const Params& p, int g, int c_, int flip_ = 0) : k(p.k), c(c_), flip(flip_) {
     if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
     if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
     if (kNorm) nrm = p.norm + c * 8;
@@ -143,8 +144,21 @@ struct XSource {
   __device__ void load(int64_t k0, XStep& st) const {
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
-      const int64_t off = k0 + j * 32;
+      const int64_t off = k0 + (j ^ flip) * 32;
       const bool valid = off + c * 8 < k;
+      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  // The same for k % 64 == 0 and k0 % 64 == 0 (the bulk kernel): a step lies wholly inside
+  // or past k, so one bound check, in 32-bit arithmetic (k < 2^31 columns).
+  __device__ void load_block(int k0, XStep& st) const {
+    const bool valid = k0 < static_cast<int>(k);
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int off = k0 + (j ^ flip) * 32;
       st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
       if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
       if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
@@ -475,17 +489,16 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   // Consumers. Everything below reads what earlier kernels wrote.
   pdl_wait();
   const int g = lane >> 2, c = lane & 3;
-  const XSource<kNorm, kTok16> xs(p, g, c);
+  const int flip = g & 1;
+  const XSource<kNorm, kTok16> xs(p, g, c, flip);
   const int sub_tile = warp / kCb, col_block = warp % kCb;
-  auto load_x = [&](int chunk, XStep& st) {
-    xs.load(static_cast<int64_t>(chunk) * kChunkCols + col_block * kStepK, st);
-  };
+  auto load_x = [&](int chunk, XStep& st) { xs.load_block(chunk * kChunkCols + col_block * kStepK, st); };
   // This lane's 16 bytes of a stage: row g of each group of its sub-tile (gemv_silu_mul:
   // gate rows in the first half of the box, up rows in the second), columns
   // 64 col_block + 32 j + 8 c. Rows lie a multiple of 128 bytes apart, so lanes of one g
   // parity read piece j first and the others piece 1 - j: the 8 lanes of a 16-byte access
-  // phase (g = 2h, 2h + 1) then hit all 32 banks once.
-  const int flip = g & 1;
+  // phase (g = 2h, 2h + 1) then hit all 32 banks once. The x source takes the pieces in the
+  // same order, so the MMAs pair them as they are (no selects).
   const uint32_t lane_at = stages + g * kRowBytes + (col_block * kStepK + c * 8) * 2 + flip * 64;
   constexpr bool kSilu = E == Epi::kSiluMul;
   const int group_row[kGroups] = {kSilu ? sub_tile * 8 : sub_tile * 16, kSilu ? R / 2 + sub_tile * 8 : sub_tile * 16 + 8};
@@ -498,8 +511,8 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   int s = 0, chunk = 0;
   uint32_t phase = 0;
   int64_t tile = t0;
-  bool first_tile = true;  // the sums of squares: once, every tile sees the same x
-  for (int64_t i = 0; i < total; ++i) {
+  // Stage i; squares: sum x^2 too (the first tile only: every tile of a CTA sees the same x).
+  auto step = [&](int64_t i, bool squares) {
     const int next_chunk = chunk + 1 == chunks ? 0 : chunk + 1;
     if (i + 1 < total) load_x(next_chunk, next);
     mbar_wait(full + 8 * s, phase);
@@ -507,13 +520,12 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
 #pragma unroll
     for (int rg = 0; rg < kGroups; ++rg) {
       const uint32_t at = lane_at + s * kBulkStageBytes + group_row[rg] * kRowBytes;
-      const uint4 first = lds128(at), second = lds128(at ^ 64);  // pieces flip, 1 - flip
-      wv[rg][0] = flip ? second : first;
-      wv[rg][1] = flip ? first : second;
+      wv[rg][0] = lds128(at);       // piece flip
+      wv[rg][1] = lds128(at ^ 64);  // piece 1 - flip
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
-    mma_step<kNorm, kTok16>(acc, ss, cur, wv, first_tile);
+    mma_step<kNorm, kTok16>(acc, ss, cur, wv, squares);
     cur = next;
     if (chunk == chunks - 1) {
       float* buf = red + (tile & 1) * (kBulkConsumers * kBulkRedFloats);
@@ -529,7 +541,6 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[rg][q] = 0.0f;
       }
-      first_tile = false;
       ++tile;
     }
     chunk = next_chunk;
@@ -537,7 +548,13 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
       s = 0;
       phase ^= 1u;
     }
-  }
+  };
+  const int64_t first_tile = total < chunks ? total : chunks;
+  int64_t i = 0;
+  for (; i < first_tile; ++i) step(i, true);
+  // Unrolled twice, cur and next swap without moves (16 tokens: no registers to spare).
+#pragma unroll(kTok16 ? 1 : 2)
+  for (; i < total; ++i) step(i, false);
 }
 
 // cuTensorMapEncodeTiled from the driver (null when it has none).
