@@ -71,16 +71,22 @@ void expect_logprobs_close(const CompletionOutput& a, const CompletionOutput& b,
   EXPECT_EQ(a.token_ids.size(), b.token_ids.size()) << what;
 }
 
+// Greedy decoding of max_tokens tokens, EOS ignored.
+SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
 void check_batch_invariance(const std::string& model, int vocab, int max_len, int max_tokens, uint32_t seed) {
   EngineArgs args = quiet(model);
   args.max_model_len = 512;
   auto llm = LLM::create(args);
   ASSERT_TRUE(llm.ok()) << llm.error();
   const auto prompts = random_prompts(64, vocab, 1, max_len, seed);
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(max_tokens);
   p.logprobs = 5;
   const auto together = (*llm)->generate(prompts, p);
   ASSERT_EQ(together.size(), prompts.size());
@@ -124,10 +130,7 @@ TEST(LlmEngine, PrefixCachingOnAndOffGiveTheSameOutputs) {
     }
     return out;
   }();
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 24;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(24);
   std::vector<std::vector<int32_t>> outs[2];
   int64_t hits[2] = {0, 0};
   for (int on = 0; on < 2; ++on) {
@@ -228,10 +231,7 @@ TEST(LlmEngine, BadRequestsFailAloneAndOthersRun) {
 // growth back from host memory, stored there as they were evicted.
 TEST(LlmEngine, SmallKvCachePreemptsAndStillMatches) {
   const auto prompts = random_prompts(12, 512, 20, 60, 8);
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 40;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(40);
   EngineArgs big = quiet(stories_gguf());
   auto ref = LLM::create(big);
   ASSERT_TRUE(ref.ok());
@@ -316,10 +316,7 @@ TEST(LlmEngine, BeamSearchWidthOneIsGreedyAndScoresAreTrueLogprobs) {
 TEST(LlmEngine, StopStringsAcrossTokenBoundariesAreCutFromTheText) {
   auto llm = LLM::create(quiet(stories_gguf()));
   ASSERT_TRUE(llm.ok()) << llm.error();
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 40;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(40);
   const auto full = (*llm)->generate({"Once upon a time"}, p);
   ASSERT_TRUE(full[0].error.empty()) << full[0].error;
   const std::string text = full[0].outputs[0].text;
@@ -353,10 +350,7 @@ TEST(LlmEngine, BadWordsNeverAppearAndOneTokenWordsActAsAMask) {
   ASSERT_TRUE(llm.ok()) << llm.error();
   auto tok = tokenizer::load_gguf_tokenizer(stories_gguf());
   ASSERT_TRUE(tok.ok()) << tok.error();
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 40;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(40);
   const auto full = (*llm)->generate({"Once upon a time"}, p);
   ASSERT_TRUE(full[0].error.empty()) << full[0].error;
   const std::vector<int32_t>& ids = full[0].outputs[0].token_ids;
@@ -422,10 +416,7 @@ TEST(LlmEngine, BadWordsNeverAppearAndOneTokenWordsActAsAMask) {
 TEST(LlmEngine, AllowedTokenIdsAreTheOnlyOutputs) {
   auto llm = LLM::create(quiet(stories_gguf()));
   ASSERT_TRUE(llm.ok()) << llm.error();
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 24;
-  p.ignore_eos = true;
+  SamplingParams p = greedy(24);
   const auto full = (*llm)->generate({"Once upon a time"}, p);
   ASSERT_TRUE(full[0].error.empty()) << full[0].error;
   const std::vector<int32_t>& ids = full[0].outputs[0].token_ids;

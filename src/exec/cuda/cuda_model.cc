@@ -197,6 +197,16 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   const bool bulk = small && n <= bulk_decode_max_tokens();
   const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant()};
   const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant()};
+  // The KV offload's per-layer store waits: external while capturing, so that a graph waits
+  // for each replay's own stores (the flag is invalid outside capture).
+  unsigned kv_wait_flags = cudaEventWaitDefault;
+  if (step.kv_layer_ready != nullptr) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
+      return cuda_status(e, "KV offload wait");
+    }
+    if (capture == cudaStreamCaptureStatusActive) kv_wait_flags = cudaEventWaitExternal;
+  }
   embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
   mark(OpTimer::kEmbed);
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -218,14 +228,7 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     }
     mark(OpTimer::kQkvGemm);
     if (step.kv_layer_ready != nullptr) {
-      // While capturing, an external wait, so that a graph waits for each replay's own stores
-      // (the flag is invalid outside capture).
-      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-      if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
-        return cuda_status(e, "KV offload wait");
-      }
-      const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventWaitExternal : cudaEventWaitDefault;
-      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], flags); e != cudaSuccess) {
+      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], kv_wait_flags); e != cudaSuccess) {
         return cuda_status(e, "KV offload wait");
       }
     }
