@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Development files the GPU machine lacks, fetched here (Debian packages) and unpacked into
-# .gpu-deps/ (git-ignored), which the device run carries along: PCRE2 headers (its runtime
-# 10.42 matches), and ICU 72 whole (that machine has only ICU 74's runtime, and ICU's
-# symbols carry their version). Static libraries and docs are dropped to stay small.
+# .gpu-deps/ (git-ignored), which the device run carries along with .gpu-data/ (the Llama 3.1
+# tokenizer from ../shared/data): PCRE2 headers (its runtime 10.42 matches), and ICU 72 whole
+# (that machine has only ICU 74's runtime, and ICU's symbols carry their version).
+# Static libraries and docs are dropped to stay small.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Llama 3.1 tokenizer for the 8B-shape random checkpoint (scripts/gpu-check.sh model8b).
+TOKENIZER=../shared/data/tokenizers/llama3_1
+if [ -d "$TOKENIZER" ] && [ ! -d .gpu-data/llama3_1 ]; then
+  mkdir -p .gpu-data/llama3_1 && cp "$TOKENIZER"/tokenizer*.json .gpu-data/llama3_1/
+fi
 DEST=.gpu-deps
 [ -f "$DEST/ok" ] && { echo "gpu_deps: $DEST ready"; exit 0; }
 rm -rf "$DEST"

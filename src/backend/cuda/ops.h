@@ -78,7 +78,7 @@ void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta,
 //
 // Split-KV on tensor cores: grid (num_tokens, num_kv_heads x ceil(G / 8 or 16), num_splits),
 // one CTA per token, KV head (all its G query heads at once) and key range. A token uses
-// splits = min(num_splits, ceil(visible / 256)) of them (the rest return at once); split s
+// splits = min(num_splits, ceil(visible / 64)) of them (the rest return at once); split s
 // covers keys [first + s*len, first + (s+1)*len), len = ceil(visible / splits) rounded up to
 // 2048 / head_dim, computed on the device, so a CUDA graph captured at a fixed num_tokens and
 // num_splits stays valid as contexts grow. One split writes out directly; else the partials

@@ -14,18 +14,21 @@ constexpr int64_t kAlign = 128;  // elements: 256-byte aligned tensors in the ar
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The decode GEMVs' kernel shape (gemv.h's variants), tuning switches: TESSERA_GEMV_VARIANT=N
-// for q/k/v and o (and the rest where no bulk GEMV runs), TESSERA_GEMV_MLP_VARIANT=N for the
-// large matrices of bulk decode steps (below).
+// The decode GEMVs' kernel shape (gemv.h's variants). Steps of up to bulk_decode_max_tokens()
+// run every GEMV as the bulk variant: q/k/v and o too since the bulk consumers' rework
+// (batch-1 decode 4.147 ms against 4.198 with the cp.async kernel for them, H200, same
+// call); larger GEMV steps the cp.async variant 0. Tuning switches: TESSERA_GEMV_VARIANT=N
+// for q/k/v and o of every GEMV step (and the MLP where no bulk GEMV runs),
+// TESSERA_GEMV_MLP_VARIANT=N for the MLP and LM head of bulk steps.
 int variant_from_env(const char* name, int fallback) {
   const char* e = std::getenv(name);
   const int v = e != nullptr ? std::atoi(e) : fallback;
   return v >= 0 && v < gemv_variant_count() ? v : fallback;
 }
 
-int decode_gemv_variant() {
-  static const int variant = variant_from_env("TESSERA_GEMV_VARIANT", 0);
-  return variant;
+int decode_gemv_variant(bool bulk) {
+  static const int variant = variant_from_env("TESSERA_GEMV_VARIANT", -1);
+  return variant >= 0 ? variant : bulk ? kGemvBulkVariant : 0;
 }
 
 int bulk_gemv_variant() {
@@ -195,8 +198,8 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   // always the bulk GEMV at up to bulk_decode_max_tokens()). More tokens: cuBLASLt GEMMs
   // with separate norms.
   const bool bulk = small && n <= bulk_decode_max_tokens();
-  const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant()};
-  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant()};
+  const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant(bulk)};
+  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant(false)};
   // The KV offload's per-layer store waits: external while capturing, so that a graph waits
   // for each replay's own stores (the flag is invalid outside capture).
   unsigned kv_wait_flags = cudaEventWaitDefault;
@@ -288,7 +291,7 @@ Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int6
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
                               lm_head_, num_rows, d, config_.vocab_size, logits, stream,
-                              GemvOptions{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant()}));
+                              GemvOptions{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant(false)}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet

@@ -1,0 +1,260 @@
+// Device building blocks of the fused decode GEMVs (gemv.cu): the kernels' parameters, the
+// x source with its RMSNorm prologue, the MMA step, and the epilogues. Included by gemv.cu
+// only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/gemv.h"
+
+namespace tessera::cuda::gemv_detail {
+
+constexpr int kGroups = 2;                            // 8-row weight groups per CTA
+constexpr int kChunks = 2;                            // 16-byte pieces per lane, group and step
+constexpr int kStepK = kChunks * 32;                  // columns per step (4 lanes x 8, twice)
+constexpr int kStageBytes = kGroups * kChunks * 512;  // one warp's step of weights
+
+enum class Epi { kBf16, kF32, kAdd, kSiluMul };
+
+struct Params {
+  const bf16* x;
+  const int32_t* rows;
+  const bf16* norm;
+  float eps;
+  const bf16* w;
+  int n;
+  int64_t k;
+  int64_t m;  // output columns (gemv_silu_mul: inter)
+  void* out;
+};
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// 16 bytes global -> shared, bypassing L1; src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ uint4 ldg128(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// d += A . B for A 16x16 (row-major fragment a0..a3), B 16x8 (col-major b0, b1), bf16 in.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// bf16 pair x (low element first) times the norm weights nw, rounded once to a bf16 pair
+// (the products of bf16 are exact in fp32, so this equals multiplying in fp32 and rounding).
+__device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t nw) {
+  uint32_t r;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(nw));
+  return r;
+}
+
+// Adds the squares of a bf16 pair (low element first) to ss.
+__device__ __forceinline__ void add_squares(uint32_t x, float& ss) {
+  const float x0 = __uint_as_float(x << 16), x1 = __uint_as_float(x & 0xffff0000u);
+  ss = fmaf(x0, x0, ss);
+  ss = fmaf(x1, x1, ss);
+}
+
+// One step's x (and norm weights) of a lane: [token half][chunk].
+struct XStep {
+  uint4 x[2][kChunks];
+  uint4 nw[kChunks];
+};
+
+// A lane's inputs: rows g and g + 8 of x (through p.rows when given) and the norm weights,
+// at its 8 columns c * 8 of each 32; read after pdl_wait (earlier kernels write them).
+template <bool kNorm, bool kTok16>
+struct XSource {
+  const bf16* x0 = nullptr;
+  const bf16* x1 = nullptr;
+  const bf16* nrm = nullptr;
+  int64_t k;
+  int c;
+
+  __device__ XSource(const Params& p, int g, int c_) : k(p.k), c(c_) {
+    if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
+    if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
+    if (kNorm) nrm = p.norm + c * 8;
+  }
+
+  // The step of kStepK columns at k0 (zeros past k and for missing rows).
+  __device__ void load(int64_t k0, XStep& st) const {
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t off = k0 + j * 32;
+      const bool valid = off + c * 8 < k;
+      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  // The same for k % 64 == 0 and k0 % 64 == 0 (the bulk kernel): a step lies wholly inside
+  // or past k, so one bound check, in 32-bit arithmetic (k < 2^31 columns).
+  __device__ void load_block(int k0, XStep& st) const {
+    const bool valid = k0 < static_cast<int>(k);
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int off = k0 + j * 32;
+      st.x[0][j] = valid && x0 != nullptr ? ldg128(x0 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kTok16) st.x[1][j] = valid && x1 != nullptr ? ldg128(x1 + off) : make_uint4(0, 0, 0, 0);
+      if constexpr (kNorm) st.nw[j] = valid ? ldg128(nrm + off) : make_uint4(0, 0, 0, 0);
+    }
+  }
+};
+
+// One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
+// the x (and norm weights) of the step; with the norm and squares set, sums x^2 into ss (the
+// bulk kernel needs them once per CTA: every tile of it sees the same x).
+// kDual (at most 8 tokens): lanes of odd g hold their weight pieces swapped (wv[rg][j] is
+// piece j ^ 1: the bulk kernel's conflict-free shared loads). An MMA pairs every token row
+// with every weight row, so the idle token rows g + 8 of A take x with its pieces swapped:
+// C element 0 (weight row 2c, unswapped) is right from token row g, element 3 (row 2c + 1,
+// swapped) from row g + 8; elements 1 and 2 are discarded (dual_result).
+template <bool kNorm, bool kTok16, bool kDual = false>
+__device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2], const XStep& cur,
+                                         const uint4 (&wv)[kGroups][kChunks], bool squares = true) {
+  static_assert(!(kDual && kTok16), "the dual rows are the second token half");
+  uint32_t a[2][kChunks][4];  // [token half][chunk][column pair]
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kNorm) {
+        if (squares) {
+          add_squares(word(cur.x[0][j], q), ss[0]);
+          if constexpr (kTok16) add_squares(word(cur.x[1][j], q), ss[1]);
+        }
+        a[0][j][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q));
+        a[1][j][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q)) : 0u;
+      } else {
+        a[0][j][q] = word(cur.x[0][j], q);
+        a[1][j][q] = kTok16 ? word(cur.x[1][j], q) : 0u;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+    // Token rows g + 8: the second token half, or (kDual) the other piece of the same x.
+    const uint32_t(&hi)[4] = kDual ? a[0][j ^ 1] : a[1][j];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int rg = 0; rg < kGroups; ++rg) {
+        mma_bf16(acc[rg], a[0][j][2 * h], hi[2 * h], a[0][j][2 * h + 1], hi[2 * h + 1], word(wv[rg][j], 2 * h),
+                 word(wv[rg][j], 2 * h + 1));
+      }
+    }
+  }
+}
+
+// A tile's C fragments of kDual steps as those of plain ones (elements 0 and 1 of token row
+// g): weight row 2c + 1 was right in element 3.
+__device__ __forceinline__ void dual_result(float (&acc)[kGroups][4]) {
+#pragma unroll
+  for (int rg = 0; rg < kGroups; ++rg) acc[rg][1] = acc[rg][3];
+}
+
+// The epilogue of a tile (16 weight rows; gemv_silu_mul: 8 gate and their 8 up rows): W
+// warps left their C fragments at all + w * warp_floats (and, with the norm, their sums of
+// squares after them); thread tid of the W * 32 sums them over the warps, one output element
+// each, and stores / adds / silu-muls. C fragment element q of lane (g, c): token
+// g + 8 * (q / 2), row 2c + q % 2 of the group.
+template <int W, bool kNorm, bool kTok16, Epi E>
+__device__ __forceinline__ void write_outputs(const Params& p, const float* all, int warp_floats, int64_t tile,
+                                                    int tid) {
+  constexpr int kNc = kTok16 ? 4 : 2;
+  constexpr int kSsOffset = kGroups * kNc * 32;
+  constexpr int kOutGroups = E == Epi::kSiluMul ? 1 : kGroups;
+  const int64_t m = p.m;
+  for (int e = tid; e < kOutGroups * kNc * 32; e += W * 32) {
+    const int el = e & 31, q = (e >> 5) % kNc, rg = e / (32 * kNc);
+    const int t = (el >> 2) + 8 * (q >> 1);
+    const int64_t row = tile * (kOutGroups * 8) + rg * 8 + 2 * (el & 3) + (q & 1);
+    if (t >= p.n || row >= m) continue;
+    const int slot = (rg * kNc + q) * 32 + el;
+    float v = 0.0f, u = 0.0f;
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      v += all[w * warp_floats + slot];
+      if constexpr (E == Epi::kSiluMul) u += all[w * warp_floats + slot + kNc * 32];  // the up group
+    }
+    if constexpr (kNorm) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < W; ++w) sum += all[w * warp_floats + kSsOffset + t];
+      const float inv_rms = rsqrtf(sum / static_cast<float>(p.k) + p.eps);
+      v *= inv_rms;
+      u *= inv_rms;
+    }
+    const int64_t at = t * m + row;
+    if constexpr (E == Epi::kBf16) {
+      static_cast<bf16*>(p.out)[at] = __float2bfloat16(v);
+    } else if constexpr (E == Epi::kF32) {
+      static_cast<float*>(p.out)[at] = v;
+    } else if constexpr (E == Epi::kAdd) {
+      bf16* r = static_cast<bf16*>(p.out);
+      r[at] = __float2bfloat16(__bfloat162float(r[at]) + __bfloat162float(__float2bfloat16(v)));
+    } else {
+      const float gate = __bfloat162float(__float2bfloat16(v)), up = __bfloat162float(__float2bfloat16(u));
+      static_cast<bf16*>(p.out)[at] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+    }
+  }
+}
+
+// A warp's partial sums of a tile (acc, and with the norm its sums of squares ss) into red:
+// [group][C element][lane], then [16] sums of squares per token.
+template <bool kNorm, bool kTok16>
+__device__ __forceinline__ void store_partials(float* red, const float (&acc)[kGroups][4], float (&ss)[2], int lane) {
+  constexpr int kNc = kTok16 ? 4 : 2;
+#pragma unroll
+  for (int rg = 0; rg < kGroups; ++rg) {
+#pragma unroll
+    for (int q = 0; q < kNc; ++q) red[(rg * kNc + q) * 32 + lane] = acc[rg][q];
+  }
+  if constexpr (kNorm) {
+    constexpr int kSsOffset = kGroups * kNc * 32;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
+      ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
+    }
+    if ((lane & 3) == 0) {
+      red[kSsOffset + (lane >> 2)] = ss[0];
+      red[kSsOffset + (lane >> 2) + 8] = ss[1];
+    }
+  }
+}
+
+}  // namespace tessera::cuda::gemv_detail
