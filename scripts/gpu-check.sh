@@ -6,7 +6,7 @@
 # Stages (default: ops ctest):
 #   cuda     cuda_tests natively (no sanitizer), timing tests aside
 #   ops      cuda_devices, cuda_tests under compute-sanitizer memcheck (ops and the tiny
-#            models vs transformers' goldens), bench_cuda_ops
+#            models vs transformers' goldens), bench_gemv, bench_decode_layer, bench_cuda_ops
 #   ctest    the whole ctest suite
 #   model8b  a random Llama-3.1-8B-shape checkpoint (tools/reference/make_random_llama8b.py,
 #            kept in $MODEL8B between calls; the Llama 3.1 tokenizer from .gpu-data when
@@ -64,6 +64,7 @@ if has ops; then
   step gemv_tests "$BIN/cuda_tests" --gtest_filter='CudaGemv*:*Timing*'
   grep -E "PASSED|FAILED|Failure|us per call|µs" "$LOG/gemv_tests.log" | head -20
   step bench_gemv "$BIN/bench_gemv" && grep -v "^$" "$LOG/bench_gemv.log" | tail -40
+  step bench_decode_layer "$BIN/bench_decode_layer" && cat "$LOG/bench_decode_layer.log"
   step models_vs_hf "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*'
   grep -E "on CUDA \]|PASSED|FAILED" "$LOG/models_vs_hf.log" | tail -25
   step bench_cuda_ops "$BIN/bench_cuda_ops" && cat "$LOG/bench_cuda_ops.log"

@@ -28,65 +28,16 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
+#include "bench_util.h"
 
 namespace {
 
 namespace tc = tessera::cuda;
 using tc::bf16;
 
-void check(const std::string& err, const char* what) {
-  if (!err.empty()) {
-    std::fprintf(stderr, "bench_gemv: %s: %s\n", what, err.c_str());
-    std::exit(1);
-  }
-}
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) check(std::string(cudaGetErrorString(e)), what);
-}
-
-// n bf16 values N(0, scale), a random tile of up to 16M values repeated (speed does not
-// depend on the values).
-bf16* device_random(size_t n, std::mt19937& rng, float scale) {
-  const size_t tile = std::min<size_t>(n, size_t{1} << 24);
-  std::vector<bf16> h(tile);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (auto& x : h) x = static_cast<bf16>(d(rng));
-  bf16* p = nullptr;
-  check(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(bf16)), "cudaMalloc");
-  for (size_t i = 0; i < n; i += tile) {
-    check(cudaMemcpy(p + i, h.data(), std::min(tile, n - i) * sizeof(bf16), cudaMemcpyHostToDevice), "upload");
-  }
-  return p;
-}
-
-// Milliseconds per call of fn(i), i = 0 .. iters - 1, captured into one CUDA graph and
-// replayed (after an eager warm-up: cuBLASLt plans, kernel attributes).
-double graph_ms(cudaStream_t stream, int iters, const std::function<void(int)>& fn, int replays = 10) {
-  for (int i = 0; i < iters; ++i) fn(i);
-  check(cudaStreamSynchronize(stream), "warm-up");
-  cudaGraph_t graph;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-  for (int i = 0; i < iters; ++i) fn(i);
-  check(cudaStreamEndCapture(stream, &graph), "capture");
-  cudaGraphExec_t exec;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  check(cudaGraphLaunch(exec, stream), "replay");
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  cudaEventRecord(a, stream);
-  for (int r = 0; r < replays; ++r) cudaGraphLaunch(exec, stream);
-  cudaEventRecord(b, stream);
-  check(cudaEventSynchronize(b), "replay");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return ms / (static_cast<double>(replays) * iters);
-}
+using tessera::bench::check;
+using tessera::bench::device_random;
+using tessera::bench::graph_ms;
 
 constexpr int kLayers = 32;
 constexpr int64_t kHidden = 4096, kQkv = 6144, kInter = 14336, kVocab = 128256, kMaxN = 16;
