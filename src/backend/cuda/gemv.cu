@@ -264,7 +264,7 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   // Consumers. Everything below reads what earlier kernels wrote.
   pdl_wait();
   const int g = lane >> 2, c = lane & 3;
-  // Up to 8 tokens, lanes of odd g read their two pieces in the order 1, 0 (mma_step's kDual);
+  // Up to 8 tokens, lanes of odd g read their two pieces in the order 1, 0 (mma_step_dual);
   // 16 tokens need both token halves of the MMAs, so the lanes read in order (2-way conflicts).
   constexpr bool kDual = !kTok16;
   const int flip = kDual ? g & 1 : 0;
@@ -279,14 +279,15 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   const uint32_t lane_at = stages + g * kRowBytes + (col_block * kStepK + c * 8) * 2 + flip * 64;
   constexpr bool kSilu = E == Epi::kSiluMul;
   const int group_row[kGroups] = {kSilu ? sub_tile * 8 : sub_tile * 16, kSilu ? R / 2 + sub_tile * 8 : sub_tile * 16 + 8};
+  const uint32_t group_at[kGroups] = {lane_at + group_row[0] * kRowBytes, lane_at + group_row[1] * kRowBytes};
 
-  float acc[kGroups][4] = {};
+  float acc[2][kGroups][4] = {};  // [piece slot] with kDual, else [0] only
   float ss[2] = {0.0f, 0.0f};
   XStep cur{}, next{};
   if (total > 0) load_x(0, cur);
   // Counters, not divisions (the loop's integer work competes with the MMAs for issue slots).
   int s = 0, chunk = 0;
-  uint32_t phase = 0;
+  uint32_t phase = 0, stage_off = 0;  // stage_off = s * kBulkStageBytes
   int64_t tile = t0;
   // Stage i; squares: sum x^2 too (the first tile only: every tile of a CTA sees the same x).
   auto step = [&](int64_t i, bool squares) {
@@ -296,43 +297,58 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     uint4 wv[kGroups][kChunks];
 #pragma unroll
     for (int rg = 0; rg < kGroups; ++rg) {
-      const uint32_t at = lane_at + s * kBulkStageBytes + group_row[rg] * kRowBytes;
+      const uint32_t at = group_at[rg] + stage_off;
       wv[rg][0] = lds128(at);       // piece flip
       wv[rg][1] = lds128(at ^ 64);  // piece 1 - flip (mma_step pairs them with x as they are)
     }
     // The arrival releases the warp's shared loads above (ordered before it by __syncwarp).
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
-    mma_step<kNorm, kTok16, kDual>(acc, ss, cur, wv, squares);
+    if constexpr (kDual) {
+      mma_step_dual<kNorm>(acc, ss[0], cur, wv, squares);
+    } else {
+      mma_step<kNorm, kTok16>(acc[0], ss, cur, wv, squares);
+    }
     cur = next;
     if (chunk == chunks - 1) {
-      if constexpr (kDual) dual_result(acc);
       float* buf = red + (tile & 1) * (kBulkConsumers * kBulkRedFloats);
       float tile_ss[2] = {ss[0], ss[1]};  // store_partials reduces its copy in place
-      store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc, tile_ss, lane);
+      if constexpr (kDual) {
+        float sums[kGroups][4];
+        dual_result(acc, sums);
+        store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, sums, tile_ss, lane);
+      } else {
+        store_partials<kNorm, kTok16>(buf + warp * kBulkRedFloats, acc[0], tile_ss, lane);
+      }
       consumers_sync();
       // Sub-tile q's outputs (16 rows; gemv_silu_mul: 8) by the threads of its kCb warps.
       write_outputs<kCb, kNorm, kTok16, E>(p, buf + sub_tile * kCb * kBulkRedFloats, kBulkRedFloats,
                                            tile * kSubTiles + sub_tile,
                                            static_cast<int>(threadIdx.x) - sub_tile * kCb * 32);
 #pragma unroll
-      for (int rg = 0; rg < kGroups; ++rg) {
+      for (int j = 0; j < 2; ++j) {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) acc[rg][q] = 0.0f;
+        for (int rg = 0; rg < kGroups; ++rg) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[j][rg][q] = 0.0f;
+        }
       }
       ++tile;
     }
     chunk = next_chunk;
+    stage_off += kBulkStageBytes;
     if (++s == S) {
       s = 0;
+      stage_off = 0;
       phase ^= 1u;
     }
   };
   const int64_t first_tile = total < chunks ? total : chunks;
   int64_t i = 0;
   for (; i < first_tile; ++i) step(i, true);
-  // Unrolled twice, cur and next swap without moves (16 tokens: no registers to spare).
-#pragma unroll(kTok16 ? 1 : 2)
+  // Unrolled twice, cur and next swap without moves (16 tokens and gemv_silu_mul, with its
+  // two accumulator sets of mma_step_dual: no registers to spare, the unrolled loop spills).
+#pragma unroll(kTok16 || E == Epi::kSiluMul ? 1 : 2)
   for (; i < total; ++i) step(i, false);
 }
 

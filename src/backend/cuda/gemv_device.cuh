@@ -137,15 +137,9 @@ struct XSource {
 // One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
 // the x (and norm weights) of the step; with the norm and squares set, sums x^2 into ss (the
 // bulk kernel needs them once per CTA: every tile of it sees the same x).
-// kDual (at most 8 tokens): lanes of odd g hold their weight pieces swapped (wv[rg][j] is
-// piece j ^ 1: the bulk kernel's conflict-free shared loads). An MMA pairs every token row
-// with every weight row, so the idle token rows g + 8 of A take x with its pieces swapped:
-// C element 0 (weight row 2c, unswapped) is right from token row g, element 3 (row 2c + 1,
-// swapped) from row g + 8; elements 1 and 2 are discarded (dual_result).
-template <bool kNorm, bool kTok16, bool kDual = false>
+template <bool kNorm, bool kTok16>
 __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2], const XStep& cur,
                                          const uint4 (&wv)[kGroups][kChunks], bool squares = true) {
-  static_assert(!(kDual && kTok16), "the dual rows are the second token half");
   uint32_t a[2][kChunks][4];  // [token half][chunk][column pair]
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
@@ -166,24 +160,60 @@ __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2
   }
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
-    // Token rows g + 8: the second token half, or (kDual) the other piece of the same x.
-    const uint32_t(&hi)[4] = kDual ? a[0][j ^ 1] : a[1][j];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int rg = 0; rg < kGroups; ++rg) {
-        mma_bf16(acc[rg], a[0][j][2 * h], hi[2 * h], a[0][j][2 * h + 1], hi[2 * h + 1], word(wv[rg][j], 2 * h),
+        mma_bf16(acc[rg], a[0][j][2 * h], a[1][j][2 * h], a[0][j][2 * h + 1], a[1][j][2 * h + 1],
+                 word(wv[rg][j], 2 * h), word(wv[rg][j], 2 * h + 1));
+      }
+    }
+  }
+}
+
+// The same for at most 8 tokens when lanes of odd g hold their two weight pieces swapped
+// (wv[rg][j] is piece j ^ 1: the bulk kernel's conflict-free shared loads). Every MMA takes
+// one A: token rows g = x's piece 0, rows g + 8 = its piece 1 (the idle rows put to use, no
+// register moves); the MMAs of piece slot j accumulate into acc[j]. Weight row 2c (slot j is
+// piece j) then sums to acc[0] element 0 + acc[1] element 2, row 2c + 1 (slot j is piece
+// 1 - j) to acc[1] element 1 + acc[0] element 3 (dual_result).
+template <bool kNorm>
+__device__ __forceinline__ void mma_step_dual(float (&acc)[2][kGroups][4], float& ss, const XStep& cur,
+                                              const uint4 (&wv)[kGroups][kChunks], bool squares) {
+  uint32_t a[kChunks][4];  // [piece][column pair]
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kNorm) {
+        if (squares) add_squares(word(cur.x[0][j], q), ss);
+        a[j][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q));
+      } else {
+        a[j][q] = word(cur.x[0][j], q);
+      }
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+      for (int rg = 0; rg < kGroups; ++rg) {
+        mma_bf16(acc[j][rg], a[0][2 * h], a[1][2 * h], a[0][2 * h + 1], a[1][2 * h + 1], word(wv[rg][j], 2 * h),
                  word(wv[rg][j], 2 * h + 1));
       }
     }
   }
 }
 
-// A tile's C fragments of kDual steps as those of plain ones (elements 0 and 1 of token row
-// g): weight row 2c + 1 was right in element 3.
-__device__ __forceinline__ void dual_result(float (&acc)[kGroups][4]) {
+// mma_step_dual's sums as a plain C fragment (elements 0 and 1: token g, rows 2c and 2c + 1).
+__device__ __forceinline__ void dual_result(const float (&acc)[2][kGroups][4], float (&out)[kGroups][4]) {
 #pragma unroll
-  for (int rg = 0; rg < kGroups; ++rg) acc[rg][1] = acc[rg][3];
+  for (int rg = 0; rg < kGroups; ++rg) {
+    out[rg][0] = acc[0][rg][0] + acc[1][rg][2];
+    out[rg][1] = acc[1][rg][1] + acc[0][rg][3];
+    out[rg][2] = out[rg][3] = 0.0f;
+  }
 }
 
 // The epilogue of a tile (16 weight rows; gemv_silu_mul: 8 gate and their 8 up rows): W
