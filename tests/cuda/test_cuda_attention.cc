@@ -118,7 +118,10 @@ std::string describe(const AttentionCase& c, const std::string& name, int splits
 
 void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs, uint32_t seed,
                            const std::vector<int>& split_counts = {1, 3, 32}) {
-  const std::string name = &seqs == &kMixed ? "mixed" : &seqs == &kDecodes ? "decodes" : "long runs";
+  const std::string name = &seqs == &kMixed     ? "mixed"
+                           : &seqs == &kDecodes ? "decodes"
+                           : &seqs == &kLong    ? "long runs"
+                                                : "long decodes";
   std::mt19937 rng(seed);
   const int64_t total_blocks = blocks_needed(seqs, c.block_size) + 3;  // a few blocks no table holds
   const Step step = make_step(seqs, c.block_size, total_blocks, rng);
@@ -215,6 +218,17 @@ TEST(CudaAttention, PagedAttentionMatchesCpuOverMixedBatches) {
     check_paged_attention({24, 2, 256, 32, 0}, *seqs, seed++);   // head_dim 256, G = 12: two chunks
     check_paged_attention({8, 8, 256, 16, 300}, *seqs, seed++);  // head_dim 256, window
   }
+}
+
+// Decodes of 9,001 visible keys at 160 splits (141 used: one per 64 keys): the merge of a
+// CTA whose rows' (m, l) fit its spare shared memory (group 2) and of one whose do not
+// (group 8, head_dim 64: the per-element merge).
+TEST(CudaAttention, MergesManySplits) {
+  REQUIRE_DEVICE();
+  static const std::vector<Seq> kLongDecodes = {{9000, 1}, {100, 1}, {5000, 1}};
+  check_paged_attention({8, 4, 64, 16, 0}, kLongDecodes, 900, {160});
+  check_paged_attention({32, 4, 64, 16, 0}, kLongDecodes, 901, {160});
+  check_paged_attention({16, 2, 128, 16, 0}, kLongDecodes, 902, {160});
 }
 
 // Long prefill runs through the tiled prefill kernel (and, without a plan, token by token).

@@ -128,8 +128,12 @@ __device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[
 // After a split's partials are stored: the last of the `splits` CTAs of this (token, head
 // chunk) to arrive merges them into out (see the file comment) and resets the count, so the
 // counts are zero again for the next launch (and for the next replay of a CUDA graph).
+// scratch: `capacity` floats of shared memory the CTA no longer needs. Where the splits'
+// (m, l) of its rows fit there, they are read in one parallel pass, each split's weight
+// 2^(m - M) computed once, and the acc loads of a row go out eight splits at a time: the
+// merge sits on the step's critical path, so its L2 round trips are what it costs.
 template <int D>
-__device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits) {
+__device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits, float* scratch, int capacity) {
   __shared__ bool last;
   __threadfence();  // this thread's partials are visible before the count moves
   __syncthreads();
@@ -141,7 +145,64 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits)
   __syncthreads();
   if (!last) return;
   __threadfence();  // and the other CTAs' partials are visible here (read through L2: __ldcg)
-  for (int i = threadIdx.x; i < nh * (D / 4); i += kThreads) {
+  auto store = [&](int64_t row, int d, float4 sum, float inv) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x * inv, sum.y * inv);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z * inv, sum.w * inv);
+    uint2 v;
+    v.x = *reinterpret_cast<const uint32_t*>(&lo);
+    v.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p.out + row * D + d) = v;
+  };
+  if (nh * (2 * splits + 1) <= capacity) {
+    float* w_s = scratch;                      // [nh][splits]: m, then the weight (0: an empty split)
+    float* l_s = scratch + nh * splits;        // [nh][splits]: l
+    float* inv_s = scratch + 2 * nh * splits;  // [nh]: 1 / sum of l * weight
+    for (int i = threadIdx.x; i < nh * splits; i += kThreads) {
+      const int64_t part = (row0 + i / splits) * p.num_splits + i % splits;
+      const float l = __ldcg(p.part_l + part), m = __ldcg(p.part_m + part);
+      l_s[i] = l;
+      w_s[i] = l > 0.0f ? m : -INFINITY;  // an empty split: its acc was never written
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < nh; r += kThreads) {
+      float big = -INFINITY;
+      for (int s = 0; s < splits; ++s) big = fmaxf(big, w_s[r * splits + s]);
+      float total = 0.0f;
+      for (int s = 0; s < splits; ++s) {
+        const float m = w_s[r * splits + s];
+        const float w = m == -INFINITY ? 0.0f : exp2_approx(m - big);
+        total += w != 0.0f ? l_s[r * splits + s] * w : 0.0f;
+        w_s[r * splits + s] = w;
+      }
+      inv_s[r] = 1.0f / total;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < nh * (D / 4); i += kThreads) {
+      const int r = i / (D / 4), d = 4 * (i % (D / 4));
+      const int64_t row = row0 + r;
+      const float* w = w_s + r * splits;
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int s0 = 0; s0 < splits; s0 += 8) {
+        float4 a[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const int s = s0 + u;
+          a[u] = s < splits && w[s] != 0.0f
+                     ? __ldcg(reinterpret_cast<const float4*>(p.part_acc + (row * p.num_splits + s) * D + d))
+                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const int s = s0 + u;
+          if (s >= splits || w[s] == 0.0f) continue;
+          sum.x += w[s] * a[u].x, sum.y += w[s] * a[u].y, sum.z += w[s] * a[u].z, sum.w += w[s] * a[u].w;
+        }
+      }
+      store(row, d, sum, inv_s[r]);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < nh * (D / 4); i += kThreads) {  // many splits: per element
     const int64_t row = row0 + i / (D / 4);
     const int d = 4 * (i % (D / 4));
     const float* m = p.part_m + row * p.num_splits;
@@ -160,13 +221,7 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits)
       const float4 a = __ldcg(reinterpret_cast<const float4*>(p.part_acc + (row * p.num_splits + s) * D + d));
       sum.x += w * a.x, sum.y += w * a.y, sum.z += w * a.z, sum.w += w * a.w;
     }
-    const float inv = 1.0f / total;
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x * inv, sum.y * inv);
-    const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z * inv, sum.w * inv);
-    uint2 v;
-    v.x = *reinterpret_cast<const uint32_t*>(&lo);
-    v.y = *reinterpret_cast<const uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p.out + row * D + d) = v;
+    store(row, d, sum, 1.0f / total);
   }
 }
 
@@ -209,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       p.part_m[(row0 + r) * p.num_splits + split] = -INFINITY;
       p.part_l[(row0 + r) * p.num_splits + split] = 0.0f;
     }
-    merge_if_last<D>(p, row0, nh, splits);
+    merge_if_last<D>(p, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
     return;
   }
   for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
@@ -391,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       if (d == 0) p.part_m[part] = m, p.part_l[part] = l;
     }
   }
-  if (splits > 1) merge_if_last<D>(p, row0, nh, splits);
+  if (splits > 1) merge_if_last<D>(p, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
 }
 
 __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v,
