@@ -23,25 +23,16 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/ops.h"
 #include "bench_util.h"
+#include "llama8b_weights.h"
 
 namespace {
 
 namespace tc = tessera::cuda;
 using tc::bf16;
-using tessera::bench::check;
-using tessera::bench::device_copy;
-using tessera::bench::device_random;
-using tessera::bench::graph_ms;
 
-constexpr int kLayers = 32;
-constexpr int64_t kHidden = 4096, kHeads = 32, kKvHeads = 8, kHeadDim = 128, kInter = 14336, kVocab = 128256;
-constexpr int64_t kQkv = (kHeads + 2 * kKvHeads) * kHeadDim, kKvDim = kKvHeads * kHeadDim;
-constexpr int64_t kBlock = 16, kMaxContext = 4096;
-constexpr float kEps = 1e-5f;
-
-struct Weights {
-  bf16 *qkv, *o, *gate_up, *down, *lm_head, *norm;
-};
+using namespace tessera::bench;  // check, device_random, graph_ms; the 8B shape
+using Weights = Llama8BWeights;
+constexpr int64_t kKvDim = kKvHeads * kHeadDim, kBlock = 16, kMaxContext = 4096;
 
 // The device state of a decode step of n sequences, each at position `context` (so it sees
 // context + 1 keys): per-layer KV caches, the step's metadata, activations.
@@ -112,8 +103,7 @@ void decode_step(const Weights& w, Step& s, int parts, int splits, cudaStream_t 
   const tc::GemvOptions opt{.pdl = true, .variant = bulk ? tc::kGemvBulkVariant : 0};
   const tc::AttentionShape shape{kHeads, kKvHeads, kHeadDim, kBlock, 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
   for (int l = 0; l < kLayers; ++l) {
-    check(tc::gemv({s.hidden, nullptr, w.norm, kEps}, w.qkv + l * kQkv * kHidden, n, kHidden, kQkv, s.qkv, stream, opt),
-          "qkv");
+    check(tc::gemv({s.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, s.qkv, stream, opt), "qkv");
     if (parts & kRope) {
       tc::qkv_rope_cache(s.qkv, nullptr, nullptr, nullptr, kEps, s.meta.positions, s.meta.slot_mapping, n, kHeads,
                          kKvHeads, kHeadDim, s.inv_freq, tessera::RopeLayout::kHalf, s.q, s.k_cache[l], s.v_cache[l],
@@ -123,13 +113,13 @@ void decode_step(const Weights& w, Step& s, int parts, int splits, cudaStream_t 
       tc::paged_attention(s.q, s.k_cache[l], s.v_cache[l], s.meta, shape, splits, splits > 1 ? s.workspace : nullptr,
                           s.attn, stream);
     }
-    check(tc::gemv_add({s.attn}, w.o + l * kHidden * kHidden, n, kHidden, kHidden, s.hidden, stream, opt), "o");
-    check(tc::gemv_silu_mul({s.hidden, nullptr, w.norm, kEps}, w.gate_up + l * 2 * kInter * kHidden, n, kHidden, kInter,
+    check(tc::gemv_add({s.attn}, w.o_w(l), n, kHidden, kHidden, s.hidden, stream, opt), "o");
+    check(tc::gemv_silu_mul({s.hidden, nullptr, w.ffn_norm, kEps}, w.gate_up_w(l), n, kHidden, kInter,
                             s.act, stream, opt),
           "gate_up");
-    check(tc::gemv_add({s.act}, w.down + l * kHidden * kInter, n, kInter, kHidden, s.hidden, stream, opt), "down");
+    check(tc::gemv_add({s.act}, w.down_w(l), n, kInter, kHidden, s.hidden, stream, opt), "down");
   }
-  check(tc::gemv_f32({s.hidden, s.rows, w.norm, kEps}, w.lm_head, n, kHidden, kVocab, s.logits, stream, opt), "head");
+  check(tc::gemv_f32({s.hidden, s.rows, w.final_norm, kEps}, w.lm_head, n, kHidden, kVocab, s.logits, stream, opt), "head");
   tc::greedy_sample(s.logits, n, kVocab, s.next, nullptr, stream);
 }
 
@@ -145,13 +135,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) batches.push_back(std::atoll(argv[i]));
   if (batches.empty()) batches = {1, 8};
   std::mt19937 rng(1);
-  Weights w;
-  w.qkv = device_random(size_t{kLayers} * kQkv * kHidden, rng, 0.02f);
-  w.o = device_random(size_t{kLayers} * kHidden * kHidden, rng, 0.02f);
-  w.gate_up = device_random(size_t{kLayers} * 2 * kInter * kHidden, rng, 0.02f);
-  w.down = device_random(size_t{kLayers} * kHidden * kInter, rng, 0.02f);
-  w.lm_head = device_random(size_t{kVocab} * kHidden, rng, 0.02f);
-  w.norm = device_random(kHidden, rng, 1.0f);
+  const Weights w = random_llama8b_weights(rng);
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   std::printf("decode step, 8B shape, ms (per layer: RoPE + cache write, attention, in place)\n");

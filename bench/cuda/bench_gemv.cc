@@ -29,27 +29,17 @@
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 #include "bench_util.h"
+#include "llama8b_weights.h"
 
 namespace {
 
 namespace tc = tessera::cuda;
 using tc::bf16;
 
-using tessera::bench::check;
-using tessera::bench::device_random;
-using tessera::bench::graph_ms;
 
-constexpr int kLayers = 32;
-constexpr int64_t kHidden = 4096, kQkv = 6144, kInter = 14336, kVocab = 128256, kMaxN = 16;
-constexpr float kEps = 1e-5f;
-
-struct Model {
-  bf16 *qkv, *o, *gate_up, *down, *lm_head, *attn_norm, *ffn_norm, *final_norm;  // layer weights back to back
-  const bf16* qkv_w(int l) const { return qkv + l * kQkv * kHidden; }
-  const bf16* o_w(int l) const { return o + l * kHidden * kHidden; }
-  const bf16* gate_up_w(int l) const { return gate_up + l * 2 * kInter * kHidden; }
-  const bf16* down_w(int l) const { return down + l * kHidden * kInter; }
-};
+using namespace tessera::bench;  // check, device_random, graph_ms; the 8B shape
+using Model = Llama8BWeights;
+constexpr int64_t kMaxN = 16;
 
 struct Acts {
   bf16 *hidden, *branch, *q, *attn, *gate_up, *act;
@@ -131,15 +121,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::mt19937 rng(1);
-  Model w;
-  w.qkv = device_random(size_t{kLayers} * kQkv * kHidden, rng, 0.02f);
-  w.o = device_random(size_t{kLayers} * kHidden * kHidden, rng, 0.02f);
-  w.gate_up = device_random(size_t{kLayers} * 2 * kInter * kHidden, rng, 0.02f);
-  w.down = device_random(size_t{kLayers} * kHidden * kInter, rng, 0.02f);
-  w.lm_head = device_random(size_t{kVocab} * kHidden, rng, 0.02f);
-  w.attn_norm = device_random(kHidden, rng, 1.0f);
-  w.ffn_norm = device_random(kHidden, rng, 1.0f);
-  w.final_norm = device_random(kHidden, rng, 1.0f);
+  const Model w = random_llama8b_weights(rng);
   Acts a;
   a.hidden = device_random(kMaxN * kHidden, rng, 1.0f);
   a.branch = device_random(kMaxN * kHidden, rng, 1.0f);

@@ -139,9 +139,9 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 // blocks of 64 columns through the tensor copy engine: per stage one 16-KB box of a 3-D view
 // of W (64 columns x CB column blocks x R rows; gemv_silu_mul: two boxes of R / 2 rows, gate
 // and up) into a ring of S stages, each completed on an mbarrier by its bytes; columns and
-// rows past the end arrive as zeros. 8 consumer warps do the math of the cp.async kernel, warp w on the
-// 16-row sub-tile w / CB and column block w % CB of every chunk, and free a stage with an
-// arrival on its "empty" mbarrier.
+// rows past the end arrive as zeros. 8 consumer warps do the math of the cp.async kernel,
+// warp w on the 16-row sub-tile w / CB and column block w % CB of every chunk, and free a
+// stage with an arrival on its "empty" mbarrier.
 // The ring keeps up to S x 16 KB per SM in flight however the tiles end, so the weight
 // stream does not pause at tile boundaries nor ramp up per CTA. After a tile's last chunk
 // the consumers leave their partial sums in one of two reduction buffers, meet at a named
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     for (int rg = 0; rg < kGroups; ++rg) {
       const uint32_t at = group_at[rg] + stage_off;
       wv[rg][0] = lds128(at);       // piece flip
-      wv[rg][1] = lds128(at ^ 64);  // piece 1 - flip (mma_step pairs them with x as they are)
+      wv[rg][1] = lds128(at ^ 64);  // piece 1 - flip (mma_step_dual sorts the sums out)
     }
     // The arrival releases the warp's shared loads above (ordered before it by __syncwarp).
     __syncwarp();
