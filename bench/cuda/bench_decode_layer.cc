@@ -8,6 +8,8 @@
 //   no attn   without paged_attention (q/k/v, RoPE + cache write, o, MLP)
 //   gemvs     without RoPE and attention (the weight stream alone)
 //   1 split   the whole step with one attention split per token
+//   fused     the whole step with RoPE and the K/V write in the attention kernel
+//             (rope_paged_attention, as the engine runs decode steps)
 // and, as differences, the cost of RoPE and of attention per layer in place. Every layer has
 // its own weights and KV cache (nothing stays in L2 from one layer to the next). Prints one
 // line per (n, C). Run on the GPU machine: `bench_decode_layer [n ...]` (default 1 8).
@@ -94,7 +96,7 @@ struct Step {
   }
 };
 
-enum Parts { kGemvs = 0, kRope = 1, kAttention = 2, kAll = kRope | kAttention };
+enum Parts { kGemvs = 0, kRope = 1, kAttention = 2, kAll = kRope | kAttention, kFused = 4 };
 
 // One decode step as the engine runs it, with the parts asked for.
 void decode_step(const Weights& w, Step& s, int parts, int splits, cudaStream_t stream) {
@@ -104,6 +106,11 @@ void decode_step(const Weights& w, Step& s, int parts, int splits, cudaStream_t 
   const tc::AttentionShape shape{kHeads, kKvHeads, kHeadDim, kBlock, 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
   for (int l = 0; l < kLayers; ++l) {
     check(tc::gemv({s.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, s.qkv, stream, opt), "qkv");
+    if (parts & kFused) {
+      const tc::QkvRope rope{nullptr, nullptr, nullptr, kEps, s.inv_freq, tessera::RopeLayout::kHalf};
+      tc::rope_paged_attention(s.qkv, rope, s.meta, shape, splits, splits > 1 ? s.workspace : nullptr, s.q,
+                               s.k_cache[l], s.v_cache[l], s.attn, stream);
+    }
     if (parts & kRope) {
       tc::qkv_rope_cache(s.qkv, nullptr, nullptr, nullptr, kEps, s.meta.positions, s.meta.slot_mapping, n, kHeads,
                          kKvHeads, kHeadDim, s.inv_freq, tessera::RopeLayout::kHalf, s.q, s.k_cache[l], s.v_cache[l],
@@ -146,12 +153,12 @@ int main(int argc, char** argv) {
         return graph_ms(stream, 1, [&](int) { decode_step(w, s, parts, splits, stream); }, 20);
       };
       const double full = time(kAll, s.splits), no_attn = time(kRope, s.splits), gemvs = time(kGemvs, s.splits);
-      const double one_split = time(kAll, 1);
+      const double one_split = time(kAll, 1), fused = time(kFused, s.splits);
       std::printf(
-          "  n %3lld context %5lld: full %.3f  no attn %.3f  gemvs %.3f  1 split %.3f (grid splits %d) | RoPE "
-          "%.1f us, attention %.1f us per layer\n",
-          static_cast<long long>(n), static_cast<long long>(context), full, no_attn, gemvs, one_split, s.splits,
-          (no_attn - gemvs) * 1e3 / kLayers, (full - no_attn) * 1e3 / kLayers);
+          "  n %3lld context %5lld: full %.3f  no attn %.3f  gemvs %.3f  1 split %.3f (grid splits %d)  fused %.3f | "
+          "RoPE %.1f us, attention %.1f us, fused RoPE + attention %.1f us per layer\n",
+          static_cast<long long>(n), static_cast<long long>(context), full, no_attn, gemvs, one_split, s.splits, fused,
+          (no_attn - gemvs) * 1e3 / kLayers, (full - no_attn) * 1e3 / kLayers, (fused - gemvs) * 1e3 / kLayers);
       for (int l = 0; l < kLayers; ++l) {
         cudaFree(s.k_cache[l]);
         cudaFree(s.v_cache[l]);

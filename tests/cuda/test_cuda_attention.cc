@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "backend/cuda/fused_ops.h"
 #include "backend/cuda/ops.h"
 #include "cuda/cuda_test_util.h"
 #include "exec/forward_batch.h"
@@ -292,6 +293,110 @@ TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// rope_paged_attention (RoPE and the K/V write in the attention kernel's prologue) against
+// qkv_rope_cache + paged_attention on the same inputs: a decode step (one token per sequence)
+// plus three padding tokens (one extra sequence at position 0 with equal inputs, as the
+// runner pads a CUDA graph's batch), the new tokens' cache slots NaN before the call.
+struct RopeCase {
+  AttentionCase shape;
+  bool bias, qk_norm;
+  RopeLayout layout;
+};
+
+void check_rope_attention(const RopeCase& rc, uint32_t seed) {
+  const AttentionCase& c = rc.shape;
+  std::mt19937 rng(seed);
+  const int64_t pad = 3, bs = c.block_size;
+  const int64_t total_blocks = blocks_needed(kDecodes, bs) + 2;  // the last one: the padding's
+  const Step step = make_step(kDecodes, bs, total_blocks - 1, rng);
+  const ForwardBatch& b = step.batch;
+  const int64_t real = b.num_tokens(), T = real + pad, nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
+  const int64_t heads = nh + 2 * nkv, kv_dim = nkv * hd, num_seqs = b.num_seqs();
+  std::vector<int32_t> positions = b.positions, token_seq = step.token_seq, indptr = b.block_table_indptr;
+  std::vector<int32_t> ids = b.block_table_ids;
+  std::vector<int64_t> slots = b.slot_mapping;
+  for (int64_t i = 0; i < pad; ++i) {
+    positions.push_back(0), token_seq.push_back(static_cast<int32_t>(num_seqs));
+    slots.push_back((total_blocks - 1) * bs);
+  }
+  ids.push_back(static_cast<int32_t>(total_blocks - 1));
+  indptr.push_back(static_cast<int32_t>(ids.size()));
+
+  Bf16Data kc(total_blocks * bs * kv_dim, rng), vc(total_blocks * bs * kv_dim, rng);
+  Bf16Data qkv(T * heads * hd, rng), bias(heads * hd, rng, 0.5f), qn(hd, rng), kn(hd, rng);
+  for (int64_t t = real + 1; t < T; ++t) {  // the padding tokens' equal inputs
+    std::copy_n(qkv.h.begin() + real * heads * hd, heads * hd, qkv.h.begin() + t * heads * hd);
+  }
+  poison_unseen(step, bs, kv_dim, kc);
+  poison_unseen(step, bs, kv_dim, vc);
+  const bf16 nan = __float2bfloat16(std::numeric_limits<float>::quiet_NaN());
+  for (int64_t t = 0; t < T; ++t) {
+    std::fill_n(kc.h.begin() + slots[t] * kv_dim, kv_dim, nan);
+    std::fill_n(vc.h.begin() + slots[t] * kv_dim, kv_dim, nan);
+  }
+  std::vector<float> inv_freq(hd / 2);
+  for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(500000.0f, -2.0f * static_cast<float>(i) / hd);
+
+  DeviceBuffer<bf16> dqkv(qkv.h), dbias(bias.h), dqn(qn.h), dkn(kn.h), dq(T * nh * hd), dout(T * nh * hd),
+      dout_ref(T * nh * hd), dkc(kc.h.size()), dvc(vc.h.size()), dkc_ref(kc.h), dvc_ref(vc.h);
+  DeviceBuffer<float> dfreq(inv_freq);
+  DeviceBuffer<int32_t> dpos(positions), dseq(token_seq), dindptr(indptr), dids(ids);
+  DeviceBuffer<int64_t> dslots(slots);
+  const cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
+  const cuda::AttentionShape gs{nh, nkv, hd, bs, 1.0f / std::sqrt(static_cast<float>(hd)), c.sliding_window};
+  const cuda::QkvRope rope{rc.bias ? dbias.p : nullptr, rc.qk_norm ? dqn.p : nullptr, rc.qk_norm ? dkn.p : nullptr,
+                           1e-6f, dfreq.p, rc.layout};
+  cuda::qkv_rope_cache(dqkv.p, rope.bias, rope.q_norm, rope.k_norm, rope.eps, dpos.p, dslots.p, T, nh, nkv, hd,
+                       dfreq.p, rc.layout, dq.p, dkc_ref.p, dvc_ref.p, nullptr);
+  std::vector<int> splits = {1, 3, 32, cuda::attention_num_splits(T, nkv, num_sms(), kMaxContext)};
+  size_t ws_bytes = 0;
+  for (int s : splits) ws_bytes = std::max(ws_bytes, cuda::attention_workspace_bytes(T, nh, hd, s));
+  DeviceBuffer<char> ws(std::max<size_t>(ws_bytes, 1));
+  CUDA_OK(cudaMemset(ws.p, 0, ws.n));
+  const std::string name = std::string("rope in attention") + (rc.bias ? " bias" : "") +
+                           (rc.qk_norm ? " qk_norm" : "") + (rc.layout == RopeLayout::kInterleaved ? " interleaved" : "");
+  DeviceBuffer<bf16> unused_q(T * nh * hd);  // rope_paged_attention's q_out (its two-op path only)
+  for (int s : splits) {
+    const std::string what = describe(c, name, s);
+    CUDA_OK(cudaMemcpy(dkc.p, kc.h.data(), kc.h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dvc.p, vc.h.data(), vc.h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dout.p, 0xff, dout.n * sizeof(bf16)));
+    cuda::paged_attention(dq.p, dkc_ref.p, dvc_ref.p, meta, gs, s, s > 1 ? ws.p : nullptr, dout_ref.p, nullptr);
+    cuda::rope_paged_attention(dqkv.p, rope, meta, gs, s, s > 1 ? ws.p : nullptr, unused_q.p, dkc.p, dvc.p, dout.p,
+                               nullptr);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> want;
+    for (bf16 x : dout_ref.download()) want.push_back(__bfloat162float(x));
+    expect_close(dout.download(), want, kRel, 1e-3f, what);
+    // The caches as qkv_rope_cache left them (NaN where no token may look, in both).
+    const std::vector<bf16> k_got = dkc.download(), k_want = dkc_ref.download();
+    EXPECT_EQ(std::memcmp(dvc.download().data(), dvc_ref.download().data(), vc.h.size() * sizeof(bf16)), 0)
+        << "v cache, " << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < k_got.size(); ++i) {
+      const float g = __bfloat162float(k_got[i]), w = __bfloat162float(k_want[i]);
+      if (std::isnan(w) ? !std::isnan(g) : !(std::fabs(g - w) <= kRel * std::fabs(w) + 1e-3f)) ++bad;
+    }
+    EXPECT_EQ(bad, 0u) << "k cache, " << what;
+  }
+}
+
+TEST(CudaAttention, RopeInAttentionEqualsRopeThenAttention) {
+  REQUIRE_DEVICE();
+  uint32_t seed = 700;
+  for (const RopeCase& rc : {RopeCase{{32, 8, 128, 16, 0}, false, false, RopeLayout::kHalf},  // Llama 3 8B
+                             RopeCase{{9, 3, 64, 16, 0}, false, false, RopeLayout::kInterleaved},
+                             RopeCase{{28, 4, 128, 16, 0}, true, false, RopeLayout::kHalf},  // Qwen2: bias
+                             RopeCase{{32, 8, 128, 32, 0}, false, true, RopeLayout::kHalf},  // Qwen3: q/k norms
+                             RopeCase{{12, 1, 64, 16, 0}, true, true, RopeLayout::kHalf},    // 16-row CTAs
+                             RopeCase{{40, 2, 128, 16, 0}, false, false, RopeLayout::kHalf},  // two head chunks
+                             RopeCase{{8, 4, 256, 16, 300}, true, true, RopeLayout::kInterleaved},
+                             RopeCase{{32, 8, 128, 24, 256}, false, false, RopeLayout::kHalf}}) {
+    check_rope_attention(rc, seed++);
+  }
 }
 
 // Host-side sizing: no device needed.

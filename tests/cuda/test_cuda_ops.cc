@@ -115,19 +115,21 @@ TEST(CudaOps, RopeMatchesCpuBothLayoutsWithLlama3Scaling) {
 TEST(CudaOps, EmbeddingCopiesRowsAndZerosBadIds) {
   REQUIRE_DEVICE();
   std::mt19937 rng(5);
-  const int64_t vocab = 1000, dim = 576;
-  Bf16Data table(vocab * dim, rng);
-  const std::vector<int32_t> ids = {0, 999, 17, 17, -1, 1000, 512};
-  DeviceBuffer<bf16> dt(table.h), dout(ids.size() * dim);
-  DeviceBuffer<int32_t> dids(ids);
-  cuda::embedding(dt.p, vocab, dim, dids.p, static_cast<int64_t>(ids.size()), dout.p, nullptr);
-  CUDA_OK(cudaDeviceSynchronize());
-  std::vector<float> want(ids.size() * dim, 0.0f);
-  for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= vocab) continue;
-    for (int64_t i = 0; i < dim; ++i) want[t * dim + i] = table.f[ids[t] * dim + i];
+  const int64_t vocab = 1000;
+  for (const int64_t dim : {576, 12288, 94}) {  // 16-byte copies (part of a round, 3 rounds); 2-byte copies
+    Bf16Data table(vocab * dim, rng);
+    const std::vector<int32_t> ids = {0, 999, 17, 17, -1, 1000, 512};
+    DeviceBuffer<bf16> dt(table.h), dout(ids.size() * dim);
+    DeviceBuffer<int32_t> dids(ids);
+    cuda::embedding(dt.p, vocab, dim, dids.p, static_cast<int64_t>(ids.size()), dout.p, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> want(ids.size() * dim, 0.0f);
+    for (size_t t = 0; t < ids.size(); ++t) {
+      if (ids[t] < 0 || ids[t] >= vocab) continue;
+      for (int64_t i = 0; i < dim; ++i) want[t * dim + i] = table.f[ids[t] * dim + i];
+    }
+    expect_close(dout.download(), want, 0.0f, 0.0f, "embedding dim " + std::to_string(dim));
   }
-  expect_close(dout.download(), want, 0.0f, 0.0f, "embedding");
 }
 
 TEST(CudaOps, GemmMatchesAFp32Reference) {

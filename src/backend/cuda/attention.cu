@@ -39,7 +39,9 @@
 #include <cstdlib>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/fused_ops.h"
 #include "backend/cuda/pdl.h"
+#include "backend/cuda/rope_device.cuh"
 #include "common/check.h"
 
 namespace tessera::cuda {
@@ -80,6 +82,18 @@ struct Params {
   float* part_m;     // [num_tokens, num_heads, num_splits]
   float* part_l;     // [num_tokens, num_heads, num_splits]
   int* arrivals;     // [CTAs in x, CTAs in y]: splits done per (token, head chunk); zero between launches
+  // RoPE in the prologue (rope_paged_attention; q unused): the q/k/v projections
+  // [tokens, (num_heads + 2 num_kv_heads) * D] with qkv_rope_cache's bias, norms and angles.
+  const bf16* qkv;
+  const bf16* qkv_bias;
+  const bf16* q_norm;
+  const bf16* k_norm;
+  const float* inv_freq;
+  const int64_t* slot_mapping;
+  bf16* k_cache_out;  // the caches, written by the CTA whose keys end at its token
+  bf16* v_cache_out;
+  float eps;
+  bool interleaved;
 };
 
 __device__ __forceinline__ void mma_k16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -120,9 +134,64 @@ __device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
 }
 
 // 16 bytes at p, or zeros past the key range (a V row there may hold NaN, and 0 * NaN = NaN).
+// kCoherent: a plain load, not the read-only cache's (the CTA wrote some of the rows it reads,
+// ordered before by a __syncthreads; __ldcg's asm would cost the loop its predication).
+template <bool kCoherent = false>
 __device__ __forceinline__ void load16(bool valid, const bf16* p, uint32_t (&r)[4]) {
-  const uint4 v = valid ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+  const uint4* a = reinterpret_cast<const uint4*>(p);
+  const uint4 v = valid ? (kCoherent ? *a : __ldg(a)) : make_uint4(0, 0, 0, 0);
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+
+// The fused RoPE prologue (Params::qkv): the CTA's nh query heads of token t, normed and
+// rotated as qkv_rope_cache does (rope_device.cuh: D / 16 lanes per head), into q_s (rows
+// nh .. R - 1 zero); the writer (the CTA whose keys end at the token's position) also rotates
+// the token's key of KV head kvh and writes it and the value into the caches, for its own
+// loads after the __syncthreads that follows (coherent loads) and for later steps.
+// scratch: D floats of shared memory for the angles' cos and sin.
+template <int D, int R>
+__device__ __forceinline__ void rope_prologue(const Params& p, int t, int kvh, int h0, int nh, int pos, bool writer,
+                                              bf16* q_s, int q_pitch, float* scratch) {
+  using namespace rope_detail;
+  constexpr int kLanes = D / 16;            // lanes per head
+  constexpr int kTasks = (R + 2) * kLanes;  // q rows, then K and V (hi = R, R + 1)
+  float* cos_s = scratch;
+  float* sin_s = scratch + D / 2;
+  const int heads = p.num_heads + 2 * p.num_kv_heads;
+  const bf16* row = p.qkv + int64_t{t} * heads * D;
+  const int64_t kv_at = p.slot_mapping[t] * p.num_kv_heads * D + int64_t{kvh} * D;
+  auto live = [&](int hi) { return hi < R ? hi < nh : hi < R + 2 && writer; };
+  auto load = [&](int task, float (&x)[16]) {
+    const int hi = task / kLanes;
+    if (!live(hi)) {
+#pragma unroll
+      for (int e = 0; e < 16; ++e) x[e] = 0.0f;
+      return;
+    }
+    const int h = hi < R ? h0 + hi : p.num_heads + (hi - R) * p.num_kv_heads + kvh;
+    load_slice(row + h * D, p.qkv_bias != nullptr ? p.qkv_bias + h * D : nullptr,
+               head_slice(task % kLanes, D, p.interleaved), x);
+  };
+  float x[16];
+  load(threadIdx.x, x);  // the projections load while the angles are computed
+  for (int i = threadIdx.x; i < D / 2; i += kThreads) sincosf(pos * p.inv_freq[i], &sin_s[i], &cos_s[i]);
+  __syncthreads();
+  for (int base = 0; base < kTasks; base += kThreads) {  // the same rounds in every lane (norm shuffles)
+    const int task = base + static_cast<int>(threadIdx.x);
+    if (base > 0) load(task, x);
+    const int hi = task / kLanes, j = task % kLanes;
+    const HeadSlice s = head_slice(j, D, p.interleaved);
+    if (p.q_norm != nullptr || p.k_norm != nullptr) {
+      head_rms_norm(x, live(hi) && hi != R + 1, hi < R ? p.q_norm : p.k_norm, p.eps, D, kLanes, s);
+    }
+    if (hi < R) {  // zeros past nh
+      if (live(hi)) rotate_slice(x, j, p.interleaved, cos_s, sin_s);
+      store_slice(q_s + hi * q_pitch, s, x);
+    } else if (live(hi)) {
+      if (hi == R) rotate_slice(x, j, p.interleaved, cos_s, sin_s);
+      store_slice((hi == R ? p.k_cache_out : p.v_cache_out) + kv_at, s, x);
+    }
+  }
 }
 
 // After a split's partials are stored: the last of the `splits` CTAs of this (token, head
@@ -227,7 +296,7 @@ __device__ void merge_if_last(const Params& p, int64_t row0, int nh, int splits,
 
 // head_dim; query-head rows per CTA (8, or 16 for groups of 9..16). Registers capped for
 // 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256.
-template <int D, int R>
+template <int D, int R, bool kRope>
 __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attention_kernel(const Params p) {
   constexpr int NT = 256 / D;   // 8-key tiles per warp step
   constexpr int KSTEP = 8 * NT;  // keys per warp step
@@ -267,11 +336,15 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
     merge_if_last<D>(p, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
     return;
   }
-  for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
-    const int r = i / (D / 8), c = i % (D / 8);
-    uint32_t v[4];
-    load16(r < nh, p.q + (row0 + r) * D + 8 * c, v);
-    *reinterpret_cast<uint4*>(&q_s[r][8 * c]) = make_uint4(v[0], v[1], v[2], v[3]);
+  if constexpr (kRope) {
+    rope_prologue<D, R>(p, t, kvh, h0, nh, pos, kbegin <= pos && pos < kend, &q_s[0][0], QP, &o_s[0][0][0]);
+  } else {
+    for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
+      const int r = i / (D / 8), c = i % (D / 8);
+      uint32_t v[4];
+      load16(r < nh, p.q + (row0 + r) * D + 8 * c, v);
+      *reinterpret_cast<uint4*>(&q_s[r][8 * c]) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
   }
   __syncthreads();
 
@@ -303,12 +376,12 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
 #pragma unroll
-      for (int u = 0; u < NU; ++u) load16(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, kr[i][u]);
+      for (int u = 0; u < NU; ++u) load16<kRope>(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, kr[i][u]);
     }
 #pragma unroll
     for (int r = 0; r < 2 * NT; ++r) {
 #pragma unroll
-      for (int w = 0; w < NV; ++w) load16(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, vr[r][w]);
+      for (int w = 0; w < NV; ++w) load16<kRope>(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, vr[r][w]);
     }
     find_slots(key0 + kWarps * KSTEP);  // the next step's block ids load meanwhile
 
@@ -462,39 +535,21 @@ __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __
 
 template <int D, int R>
 void launch(const Params& p, dim3 grid, cudaStream_t stream) {
-  launch_pdl(attention_kernel<D, R>, grid, dim3(kThreads), 0, stream, true, p);
+  if (p.qkv != nullptr) {
+    launch_pdl(attention_kernel<D, R, true>, grid, dim3(kThreads), 0, stream, true, p);
+  } else {
+    launch_pdl(attention_kernel<D, R, false>, grid, dim3(kThreads), 0, stream, true, p);
+  }
 }
 
-}  // namespace
-
-void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta, int64_t kv_dim, bf16* k_cache,
-                    bf16* v_cache, cudaStream_t stream) {
-  if (meta.num_tokens == 0) return;
-  write_kv_cache_kernel<<<static_cast<unsigned>(meta.num_tokens), 128, 0, stream>>>(k, v, meta.slot_mapping, kv_dim,
-                                                                                    k_cache, v_cache);
-}
-
-void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+// The split-KV kernel over the tokens that are not in the plan's prefill tiles (all of them
+// without a plan); p's RoPE fields are set by the caller or null.
+void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                      const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
   const int64_t n = meta.num_tokens, d = shape.head_dim;
-  if (n == 0) return;
-  TESSERA_CHECK_MSG(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0,
-                    "num_heads must be a multiple of num_kv_heads");
-  if (d != 64 && d != 128 && d != 256) {
-    TESSERA_CHECK_MSG(d % 2 == 0 && d <= 256, "paged_attention supports even head_dim up to 256");
-    paged_attention_any_head_dim(q, k_cache, v_cache, meta, shape, out, stream);
-    return;
-  }
-  TESSERA_CHECK_MSG(num_splits >= 1 && num_splits <= 65535, "num_splits out of range");
-  if (n > kAttentionSplitMaxTokens) num_splits = 1;  // no room for their arrival counts
-  TESSERA_CHECK_MSG(num_splits == 1 || workspace != nullptr, "num_splits > 1 needs attention_workspace_bytes");
-  TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
-  // A plan with prefill tiles: those first, then this kernel over the plan's other tokens.
   const bool tiled = meta.plan != nullptr && meta.plan_prefill_tiles > 0;
-  if (tiled) detail::attention_prefill(q, k_cache, v_cache, meta, shape, out, stream);
   const int64_t ctas_x = tiled ? meta.plan_decode_tokens : n;
   if (ctas_x == 0) return;
-  Params p{};
   p.tokens = tiled ? meta.plan : nullptr;
   p.q = q, p.k_cache = k_cache, p.v_cache = v_cache;
   p.positions = meta.positions, p.token_seq = meta.token_seq;
@@ -528,6 +583,73 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   } else {
     launch<256, 8>(p, grid, stream);
   }
+}
+
+// Checks and clamps num_splits; false: head_dim takes the any-head-dim kernel.
+bool split_kv_shape(const AttentionMetadata& meta, const AttentionShape& shape, int& num_splits, void* workspace) {
+  const int64_t n = meta.num_tokens, d = shape.head_dim;
+  TESSERA_CHECK_MSG(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0,
+                    "num_heads must be a multiple of num_kv_heads");
+  if (d != 64 && d != 128 && d != 256) {
+    TESSERA_CHECK_MSG(d % 2 == 0 && d <= 256, "paged_attention supports even head_dim up to 256");
+    return false;
+  }
+  TESSERA_CHECK_MSG(num_splits >= 1 && num_splits <= 65535, "num_splits out of range");
+  if (n > kAttentionSplitMaxTokens) num_splits = 1;  // no room for their arrival counts
+  TESSERA_CHECK_MSG(num_splits == 1 || workspace != nullptr, "num_splits > 1 needs attention_workspace_bytes");
+  TESSERA_CHECK(shape.block_size > 0 && n <= INT32_MAX);
+  return true;
+}
+
+}  // namespace
+
+void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta, int64_t kv_dim, bf16* k_cache,
+                    bf16* v_cache, cudaStream_t stream) {
+  if (meta.num_tokens == 0) return;
+  write_kv_cache_kernel<<<static_cast<unsigned>(meta.num_tokens), 128, 0, stream>>>(k, v, meta.slot_mapping, kv_dim,
+                                                                                    k_cache, v_cache);
+}
+
+void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
+  if (meta.num_tokens == 0) return;
+  if (!split_kv_shape(meta, shape, num_splits, workspace)) {
+    paged_attention_any_head_dim(q, k_cache, v_cache, meta, shape, out, stream);
+    return;
+  }
+  // A plan with prefill tiles: those first, then the split-KV kernel over the plan's other tokens.
+  if (meta.plan != nullptr && meta.plan_prefill_tiles > 0) {
+    detail::attention_prefill(q, k_cache, v_cache, meta, shape, out, stream);
+  }
+  launch_split_kv(Params{}, q, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
+}
+
+void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionMetadata& meta,
+                          const AttentionShape& shape, int num_splits, void* workspace, bf16* q_out, bf16* k_cache,
+                          bf16* v_cache, bf16* out, cudaStream_t stream) {
+  const int64_t n = meta.num_tokens;
+  if (n == 0) return;
+  const auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  static const bool enabled = [] {
+    const char* v = std::getenv("TESSERA_ROPE_IN_ATTENTION");
+    return v == nullptr || std::atoi(v) != 0;
+  }();
+  const bool fused = enabled && split_kv_shape(meta, shape, num_splits, workspace) &&
+                     !(meta.plan != nullptr && meta.plan_prefill_tiles > 0) && aligned(qkv) && aligned(rope.bias) &&
+                     aligned(rope.q_norm) && aligned(rope.k_norm) && aligned(k_cache) && aligned(v_cache);
+  if (!fused) {
+    qkv_rope_cache(qkv, rope.bias, rope.q_norm, rope.k_norm, rope.eps, meta.positions, meta.slot_mapping, n,
+                   shape.num_heads, shape.num_kv_heads, shape.head_dim, rope.inv_freq, rope.layout, q_out, k_cache,
+                   v_cache, stream);
+    paged_attention(q_out, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
+    return;
+  }
+  Params p{};
+  p.qkv = qkv, p.qkv_bias = rope.bias, p.q_norm = rope.q_norm, p.k_norm = rope.k_norm;
+  p.inv_freq = rope.inv_freq, p.slot_mapping = meta.slot_mapping;
+  p.k_cache_out = k_cache, p.v_cache_out = v_cache;
+  p.eps = rope.eps, p.interleaved = rope.layout == RopeLayout::kInterleaved;
+  launch_split_kv(p, nullptr, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
 }
 
 }  // namespace tessera::cuda

@@ -3,6 +3,7 @@
 
 #include "backend/cuda/fused_ops.h"
 #include "backend/cuda/pdl.h"
+#include "backend/cuda/rope_device.cuh"
 
 namespace tessera::cuda {
 namespace {
@@ -72,29 +73,8 @@ __global__ void qkv_rope_cache_kernel(const bf16* __restrict__ qkv, const bf16* 
 
 // The same with 16-byte accesses, one CTA per token (head_dim % 16 == 0, head_dim / 16 a
 // power of two, 16-byte aligned rows): the token's cos/sin computed once into shared memory;
-// a q or k head is C = head_dim / 16 lanes of 8 rotation pairs each (rotate-half: elements
-// [8j, 8j + 8) with [half + 8j, ...); interleaved: [16j, 16j + 16)), adjacent in a warp, so the
-// q/k norm reduces with C-lane shuffles; a v head is head_dim / 8 lanes of 8 copies.
-__device__ __forceinline__ void load_bf16x8(const bf16* p, float* v) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x, v[2 * i + 1] = f.y;
-  }
-}
-
-__device__ __forceinline__ void store_bf16x8(bf16* p, const float* v) {
-  uint4 u;
-  auto* h = reinterpret_cast<__nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-  *reinterpret_cast<uint4*>(p) = u;
-}
-
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
-
+// a q or k head is head_dim / 16 lanes of 8 rotation pairs each (rope_device.cuh), adjacent
+// in a warp, so the q/k norm reduces with shuffles; a v head is head_dim / 8 lanes of 8 copies.
 __global__ void qkv_rope_cache_vec_kernel(const bf16* __restrict__ qkv, const bf16* __restrict__ bias,
                                           const bf16* __restrict__ q_norm, const bf16* __restrict__ k_norm,
                                           float eps, const int32_t* __restrict__ positions,
@@ -102,6 +82,7 @@ __global__ void qkv_rope_cache_vec_kernel(const bf16* __restrict__ qkv, const bf
                                           int head_dim, const float* __restrict__ inv_freq, bool interleaved,
                                           bf16* __restrict__ q_out, bf16* __restrict__ k_cache,
                                           bf16* __restrict__ v_cache) {
+  using namespace rope_detail;
   __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
   pdl_wait();  // launched with PDL (pdl.h)
   pdl_launch_dependents();
@@ -115,56 +96,23 @@ __global__ void qkv_rope_cache_vec_kernel(const bf16* __restrict__ qkv, const bf
   const int64_t kv_dim = int64_t{num_kv_heads} * head_dim;
   const int64_t slot = slot_mapping[t];
 
-  // q and k heads: a lane's 16 elements x[0..7] at a_off, x[8..15] at b_off. Every lane runs
-  // the same number of rounds (the norm's shuffles).
+  // q and k heads. Every lane runs the same number of rounds (the norm's shuffles).
   const int rope_lanes = (num_heads + num_kv_heads) * lanes_per_head;
   for (int base = 0; base < rope_lanes; base += blockDim.x) {
     const int task = base + static_cast<int>(threadIdx.x);
     const bool active = task < rope_lanes;
     const int h = active ? task / lanes_per_head : 0, j = task % lanes_per_head;
-    const int a_off = interleaved ? 16 * j : 8 * j, b_off = interleaved ? 16 * j + 8 : half + 8 * j;
+    const HeadSlice s = head_slice(j, head_dim, interleaved);
     float x[16] = {};
-    if (active) {
-      load_bf16x8(row + h * head_dim + a_off, x);
-      load_bf16x8(row + h * head_dim + b_off, x + 8);
-      if (bias != nullptr) {
-        float bx[16];
-        load_bf16x8(bias + h * head_dim + a_off, bx);
-        load_bf16x8(bias + h * head_dim + b_off, bx + 8);
-#pragma unroll
-        for (int e = 0; e < 16; ++e) x[e] += bx[e];
-      }
-    }
+    if (active) load_slice(row + h * head_dim, bias != nullptr ? bias + h * head_dim : nullptr, s, x);
     const bool is_q = h < num_heads;
-    const bf16* norm = is_q ? q_norm : k_norm;
     if (q_norm != nullptr || k_norm != nullptr) {  // uniform over the CTA
-      float ss = 0.0f;
-#pragma unroll
-      for (int e = 0; e < 16; ++e) ss += x[e] * x[e];
-      for (int o = 1; o < lanes_per_head; o *= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      if (active && norm != nullptr) {
-        const float inv_rms = rsqrtf(ss / static_cast<float>(head_dim) + eps);
-        float nx[16];
-        load_bf16x8(norm + a_off, nx);
-        load_bf16x8(norm + b_off, nx + 8);
-#pragma unroll
-        for (int e = 0; e < 16; ++e) x[e] = round_bf16(x[e] * inv_rms * nx[e]);
-      }
+      head_rms_norm(x, active, is_q ? q_norm : k_norm, eps, head_dim, lanes_per_head, s);
     }
     if (!active) continue;
-    // Pair e (frequency 8j + e): rotate-half (x[e], x[8 + e]); interleaved (x[2e], x[2e + 1]).
-    // Rounded to bf16 first, as the unfused projection (and bias) output would be.
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int i0 = interleaved ? 2 * e : e, i1 = interleaved ? 2 * e + 1 : 8 + e;
-      const float x0 = round_bf16(x[i0]), x1 = round_bf16(x[i1]);
-      const float c = cos_s[8 * j + e], s = sin_s[8 * j + e];
-      x[i0] = x0 * c - x1 * s;
-      x[i1] = x1 * c + x0 * s;
-    }
-    bf16* dst = is_q ? q_out + (t * num_heads + h) * head_dim : k_cache + slot * kv_dim + (h - num_heads) * head_dim;
-    store_bf16x8(dst + a_off, x);
-    store_bf16x8(dst + b_off, x + 8);
+    rotate_slice(x, j, interleaved, cos_s, sin_s);
+    store_slice(is_q ? q_out + (t * num_heads + h) * head_dim : k_cache + slot * kv_dim + (h - num_heads) * head_dim,
+                s, x);
   }
 
   // v heads: 8 elements per lane.

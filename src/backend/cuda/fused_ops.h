@@ -20,6 +20,27 @@ void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const
                     int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, bf16* q_out,
                     bf16* k_cache, bf16* v_cache, cudaStream_t stream);
 
+// qkv_rope_cache's per-model inputs.
+struct QkvRope {
+  const bf16* bias = nullptr;    // [(num_heads + 2 * num_kv_heads) * head_dim] or null
+  const bf16* q_norm = nullptr;  // [head_dim] or null
+  const bf16* k_norm = nullptr;  // [head_dim] or null
+  float eps = 0.0f;
+  const float* inv_freq = nullptr;  // [head_dim / 2]
+  RopeLayout layout = RopeLayout::kHalf;
+};
+
+// qkv_rope_cache, then paged_attention over its q_out: equal results, in one kernel where it
+// can (head_dim 64 / 128 / 256, no prefill tiles in meta's plan, 16-byte aligned inputs; else
+// the two ops). The attention CTAs rotate their query heads in their prologue, and the CTA
+// whose keys end at a token's position writes that token's K and V into the caches before it
+// reads them: so it needs that no token of the step attends to another token of the step
+// (each token the only one of its sequence: decode steps). TESSERA_ROPE_IN_ATTENTION=0
+// turns the fusion off. q_out: written by the two-op path only.
+void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionMetadata& meta,
+                          const AttentionShape& shape, int num_splits, void* workspace, bf16* q_out, bf16* k_cache,
+                          bf16* v_cache, bf16* out, cudaStream_t stream);
+
 // out [n, inter] = silu(gate) * up for gate_up [n, 2 * inter] (gate columns first): the
 // output of the fused gate/up projection.
 void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream);

@@ -235,11 +235,17 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
         return cuda_status(e, "KV offload wait");
       }
     }
-    qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping, n,
-                   nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
-    mark(OpTimer::kRopeCache);
-    paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
-                    act.attn.get(), stream);
+    if (step.one_token_per_seq) {  // one kernel: no token reads another's new K/V
+      const QkvRope rope{w.qkv_bias, w.q_norm, w.k_norm, eps, inv_freq_.get(), c.rope_layout};
+      rope_paged_attention(act.qkv.get(), rope, step.meta, shape, step.num_splits, act.attention_workspace.get(),
+                           act.q.get(), k_cache, v_cache, act.attn.get(), stream);
+    } else {
+      qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping,
+                     n, nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
+      mark(OpTimer::kRopeCache);
+      paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
+                      act.attn.get(), stream);
+    }
     mark(OpTimer::kAttention);
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));

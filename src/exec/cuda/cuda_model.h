@@ -60,6 +60,10 @@ struct CudaStep {
   const int32_t* token_ids = nullptr;       // [num_tokens]
   AttentionMetadata meta;                   // positions, sequences, slots, block tables
   int num_splits = 1;                       // attention splits per token (fixed per CUDA graph)
+  // Each token the only one of its sequence (decode steps, every CUDA graph; the padding
+  // tokens share one, but also their position and inputs, so they write the same K/V into
+  // the same slot): RoPE and the K/V write move into the attention kernel.
+  bool one_token_per_seq = false;
   const int32_t* logits_indices = nullptr;  // [num_rows] batch tokens whose logits are wanted
   // KV offload (kv_offload_copier.h): per layer, the event to wait for before writing its
   // K/V (that layer's stores to host memory are done); null: none.

@@ -218,6 +218,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   std::unordered_map<RequestId, int32_t> device_rows;  // this step's device-sampled rows
   device_rows.reserve(out.requests.size());
   size_t num_adjust = 0;     // logit adjustments of this step's device rows
+  bool one_token_per_seq = true;
   bool reads_output = false;  // some row's adjustments read its output tokens (penalties)
   in[l.indptr] = 0;
   in[l.adjust] = 0;
@@ -227,6 +228,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     TESSERA_CHECK(r != nullptr);
     const int32_t start = s.num_computed_tokens, n = s.num_scheduled_tokens;
     const int32_t pending = s.input_pending ? 1 : 0;
+    one_token_per_seq = one_token_per_seq && n <= 1;
     TESSERA_CHECK(start + n <= r->num_tokens() + pending);
     TESSERA_CHECK(num_tokens + n <= max_tokens_);
     TESSERA_CHECK(l.block_ids + num_block_ids + s.block_ids.size() < l.capacity);
@@ -301,7 +303,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
 
   // A decode step (one token per request, each sampling) replays a graph of the next bucket
   // size: the padding tokens form one extra sequence at position 0 over the null block.
-  bool decode = num_rows == num_tokens && num_tokens <= max_logit_rows_;
+  bool decode = one_token_per_seq && num_rows == num_tokens && num_tokens <= max_logit_rows_;
   for (int64_t i = 0; decode && i < num_rows; ++i) decode = logits_indices[i] == i;
   const int64_t bucket = use_graphs_ && decode ? graph_bucket(num_tokens) : 0;
   st.decode = decode;
@@ -331,7 +333,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
                      "logit adjustments");
   }
   feed_sampled_tokens(dev + l.token_ids, dev_next_.get(), dev + l.pending, num_pending, stream_);
-  CudaStep step = device_step(launch_tokens);
+  CudaStep step = device_step(launch_tokens, one_token_per_seq);
   // [prefill attention plan] Steps outside CUDA graphs with runs of prefill tokens: tiles for
   // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
   if (bucket == 0) {
@@ -553,7 +555,7 @@ Status CudaModelRunner::warm_up() {
     TESSERA_CUDA_TRY(cudaMemcpyAsync(dev, in, (l.block_ids + num_block_ids) * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream_),
                      "warm-up");
-    if (Status s = launch_graph(device_step(bucket), bucket); !s.ok()) return s;
+    if (Status s = launch_graph(device_step(bucket, true), bucket); !s.ok()) return s;
     // The inputs are rewritten for the next bucket: wait for this one.
     TESSERA_CUDA_TRY(cudaStreamSynchronize(stream_), "warm-up");
   }
@@ -583,7 +585,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
   return num_block_ids + 1;
 }
 
-CudaStep CudaModelRunner::device_step(int64_t num_tokens) const {
+CudaStep CudaModelRunner::device_step(int64_t num_tokens, bool one_token_per_seq) const {
   const int32_t* dev = dev_in_.get();
   const Layout& l = layout_;
   CudaStep step;
@@ -594,6 +596,7 @@ CudaStep CudaModelRunner::device_step(int64_t num_tokens) const {
   step.meta.block_table_indptr = dev + l.indptr;
   step.meta.block_table_ids = dev + l.block_ids;
   step.meta.num_tokens = num_tokens;
+  step.one_token_per_seq = one_token_per_seq;
   step.num_splits = attention_num_splits(num_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
   step.logits_indices = dev + l.logits_indices;
   step.kv_layer_ready = offload_.layer_events(cur_);

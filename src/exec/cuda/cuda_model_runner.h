@@ -90,7 +90,7 @@ class CudaModelRunner : public ModelRunner {
   // position 0 over the null block, greedy rows. Returns the new count of block ids.
   int32_t pad_to_bucket(int64_t num_tokens, int64_t bucket, int32_t pad_seq, int32_t num_block_ids);
   // The step over the device copy of the inputs, for num_tokens tokens.
-  CudaStep device_step(int64_t num_tokens) const;
+  CudaStep device_step(int64_t num_tokens, bool one_token_per_seq) const;
   // The smallest graph bucket holding n decode tokens; 0 when none does.
   int64_t graph_bucket(int64_t n) const;
   // Replays (capturing on first use) the decode graph of `bucket` tokens.
