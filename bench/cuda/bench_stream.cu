@@ -9,25 +9,21 @@
 //              as gemv_silu_mul).
 // Prints GB/s per configuration for the gate/up (28672 x 4096) and LM-head (128256 x 4096)
 // weight shapes. Run on the GPU machine: `bench_stream`.
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <vector>
+
+#include "backend/cuda/tma_device.cuh"
+#include "bench_util.h"
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "bench_stream: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using namespace tessera::cuda::tma;  // mbarriers, tensor_copy, tensor_map_encoder
+using tessera::bench::check;
+using tessera::bench::graph_ms;
 
 __global__ void ldg_kernel(const uint4* __restrict__ w, int64_t n16, unsigned* sink) {
   constexpr int kBatch = 8;
@@ -41,27 +37,6 @@ __global__ void ldg_kernel(const uint4* __restrict__ w, int64_t n16, unsigned* s
     for (int u = 0; u < kBatch; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
   if (acc == 0x12345678u) *sink = acc;  // keeps the loads
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
 }
 
 struct StreamParams {
@@ -107,12 +82,7 @@ __global__ void tma_kernel(const StreamParams p, const __grid_constant__ CUtenso
       const int nboxes = p.halves ? 2 : 1;
       for (int b = 0; b < nboxes; ++b) {
         const int row = static_cast<int>(b * (p.rows / 2) + tile * tile_rows);
-        asm volatile(
-            "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-            " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst + b * (stage_bytes / nboxes)),
-            "l"(reinterpret_cast<uint64_t>(&map)), "r"(0), "r"(chunk * p.cb), "r"(row), "r"(full + 8 * s),
-            "l"(policy)
-            : "memory");
+        tensor_copy(dst + b * (stage_bytes / nboxes), map, 0, chunk * p.cb, row, full + 8 * s, policy);
       }
       if (++chunk == chunks) chunk = 0, ++tile;
       if (++s == p.stages) s = 0, phase ^= 1u;
@@ -132,41 +102,12 @@ __global__ void tma_kernel(const StreamParams p, const __grid_constant__ CUtenso
   }
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    std::fprintf(stderr, "bench_stream: no cuTensorMapEncodeTiled\n");
-    std::exit(1);
-  }
-  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-}
-
 struct Config {
   const char* name;
   int cb, r, stages, ctas_per_sm;
   bool halves, evict_first;
   CUtensorMapL2promotion promotion;
 };
-
-double time_ms(cudaStream_t stream, const std::function<void()>& fn) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i) fn();
-  constexpr int kReps = 20;
-  check(cudaEventRecord(a, stream), "event");
-  for (int i = 0; i < kReps; ++i) fn();
-  check(cudaEventRecord(b, stream), "event");
-  check(cudaEventSynchronize(b), "run");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, a, b), "event");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / kReps;
-}
 
 }  // namespace
 
@@ -182,7 +123,11 @@ int main() {
   check(cudaStreamCreate(&stream), "stream");
   unsigned* sink = nullptr;
   check(cudaMalloc(&sink, sizeof(unsigned)), "malloc");
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tessera::cuda::tma::tensor_map_encoder();
+  if (encode == nullptr) {
+    std::fprintf(stderr, "bench_stream: no cuTensorMapEncodeTiled\n");
+    return 1;
+  }
   const std::vector<Config> configs = {
       {"tma 8 blocks x 16 rows, 4 stages, 2/SM (gemv v5)", 8, 16, 4, 2, false, true, CU_TENSOR_MAP_L2_PROMOTION_L2_256B},
       {"  same, two 8-row halves (gate/up)", 8, 16, 4, 2, true, true, CU_TENSOR_MAP_L2_PROMOTION_L2_256B},
@@ -209,10 +154,10 @@ int main() {
     check(cudaMemset(w, 1, bytes), "memset");
     std::printf("%lld x %lld (%.0f MB)\n", static_cast<long long>(rows), static_cast<long long>(k), bytes / 1e6);
     for (int per_sm : {1, 2, 4}) {
-      const double ms = time_ms(stream, [&] {
+      const double ms = graph_ms(stream, 1, [&](int) {
         ldg_kernel<<<sms * per_sm, 1024 / per_sm, 0, stream>>>(reinterpret_cast<const uint4*>(w),
                                                                   static_cast<int64_t>(bytes / 16), sink);
-      });
+      }, 20);
       std::printf("  %-52s %7.1f us %6.0f\n", per_sm == 1   ? "ldg, 1 CTA x 1024 threads per SM"
                                               : per_sm == 2 ? "ldg, 2 CTAs x 512 threads per SM"
                                                             : "ldg, 4 CTAs x 256 threads per SM",
@@ -234,7 +179,8 @@ int main() {
       StreamParams p{rows, k, c.cb, c.r, c.stages, c.halves, c.evict_first, sink};
       const int smem = c.stages * 128 * c.cb * c.r + 16 * c.stages;
       check(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
-      const double ms = time_ms(stream, [&] { tma_kernel<<<sms * c.ctas_per_sm, 64, smem, stream>>>(p, map); });
+      const double ms =
+          graph_ms(stream, 1, [&](int) { tma_kernel<<<sms * c.ctas_per_sm, 64, smem, stream>>>(p, map); }, 20);
       check(cudaGetLastError(), c.name);
       std::printf("  %-52s %7.1f us %6.0f\n", c.name, ms * 1e3, bytes / ms / 1e6);
     }

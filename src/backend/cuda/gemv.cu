@@ -39,11 +39,13 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/gemv_device.cuh"
 #include "backend/cuda/pdl.h"
+#include "backend/cuda/tma_device.cuh"
 
 namespace tessera::cuda {
 namespace {
 
 using namespace gemv_detail;
+using namespace tma;
 
 // Register budget: 3 CTAs of 8 warps per SM (2 with 16 tokens), which the 64 KB of shared
 // memory of the default shape allows too.
@@ -150,42 +152,6 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 constexpr int kBulkConsumers = 8;                     // consumer warps
 constexpr int kBulkStageBytes = 16 * 1024;            // one box: R rows x (128 / R) column blocks of 64
 constexpr int kBulkRedFloats = kGroups * 4 * 32 + 16;  // one warp's partials of a sub-tile
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-// Spins until the barrier's phase of the given parity has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-// The box of map at (c0, c1, c2) global -> shared through the tensor copy engine,
-// completing on bar.
-__device__ __forceinline__ void tensor_copy(uint32_t dst, const CUtensorMap& map, int c0, int c1, int c2, uint32_t bar,
-                                            uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
-      : "memory");
-}
 
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kBulkConsumers * 32) : "memory");
@@ -350,21 +316,6 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   // two accumulator sets of mma_step_dual: no registers to spare, the unrolled loop spills).
 #pragma unroll(kTok16 || E == Epi::kSiluMul ? 1 : 2)
   for (; i < total; ++i) step(i, false);
-}
-
-// cuTensorMapEncodeTiled from the driver (null when it has none).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
 }
 
 // W [rows, k] (k % 64 == 0) as the 3-D tensor (64 columns, k / 64 column blocks, rows) with

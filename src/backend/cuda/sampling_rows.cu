@@ -80,6 +80,27 @@ struct Source {
   int n = 0;
 };
 
+// A 16-byte-aligned row of n4 float4s: four(v, j) for this thread's float4s j in rising
+// order, kBatch loads in flight: one block reads a whole row, so a pass costs its L2 round
+// trips (a 128K-token row: 4 instead of 32).
+template <typename F>
+__device__ __forceinline__ void for_each_float4(const float4* __restrict__ row4, int64_t n4, F&& four) {
+  constexpr int kBatch = 8;
+  int64_t j = threadIdx.x;
+  for (; j + (kBatch - 1) * kThreads < n4; j += kBatch * kThreads) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = row4[j + u * kThreads];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) four(v[u], j + u * kThreads);
+  }
+  for (; j < n4; j += kThreads) four(row4[j], j);
+}
+
+__device__ __forceinline__ bool float4_rows(const float* row, int64_t vocab) {
+  return (vocab & 3) == 0 && (reinterpret_cast<uintptr_t>(row) & 15) == 0;
+}
+
 // f(logit, order key, id) for every token of the source (sanitized logits).
 template <typename F>
 __device__ __forceinline__ void visit(const float* __restrict__ row, int64_t vocab, const Smem& s, const Source& src,
@@ -95,27 +116,13 @@ __device__ __forceinline__ void visit(const float* __restrict__ row, int64_t voc
     const float l = sanitize_logit(x);
     f(l, float_order_key(l), static_cast<int32_t>(i));
   };
-  if ((vocab & 3) == 0 && (reinterpret_cast<uintptr_t>(row) & 15) == 0) {
-    // kBatch loads in flight per thread: one block reads a whole row, so a pass costs its
-    // L2 round trips (a 128K-token row: 4 instead of 32).
-    constexpr int kBatch = 8;
-    const float4* row4 = reinterpret_cast<const float4*>(row);
-    const int64_t n4 = vocab / 4;
-    auto four = [&](const float4& v, int64_t j) {
+  if (float4_rows(row, vocab)) {
+    for_each_float4(reinterpret_cast<const float4*>(row), vocab / 4, [&](const float4& v, int64_t j) {
       one(v.x, 4 * j);
       one(v.y, 4 * j + 1);
       one(v.z, 4 * j + 2);
       one(v.w, 4 * j + 3);
-    };
-    int64_t j = threadIdx.x;
-    for (; j + (kBatch - 1) * kThreads < n4; j += kBatch * kThreads) {
-      float4 v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) v[u] = row4[j + u * kThreads];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) four(v[u], j + u * kThreads);
-    }
-    for (; j < n4; j += kThreads) four(row4[j], j);
+    });
   } else {
     for (int64_t i = threadIdx.x; i < vocab; i += kThreads) one(row[i], i);
   }
@@ -127,25 +134,13 @@ __device__ __forceinline__ void visit(const float* __restrict__ row, int64_t voc
 // the best so far (ids rise through a thread's share, so ties keep the lowest): ~1 instruction
 // per token instead of P0's ~12, which bound a one-block pass over a 128K-token row.
 __device__ __forceinline__ void greedy_argmax(const float* __restrict__ row, int64_t vocab, float& v, int32_t& vi) {
-  if ((vocab & 3) == 0 && (reinterpret_cast<uintptr_t>(row) & 15) == 0) {
-    constexpr int kBatch = 8;
-    const float4* row4 = reinterpret_cast<const float4*>(row);
-    const int64_t n4 = vocab / 4;
-    auto four = [&](const float4& x, int64_t j) {
+  if (float4_rows(row, vocab)) {
+    for_each_float4(reinterpret_cast<const float4*>(row), vocab / 4, [&](const float4& x, int64_t j) {
       const float m = fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w));
       if (!(m > v)) return;
       v = m;
       vi = static_cast<int32_t>(4 * j + (x.x == m ? 0 : x.y == m ? 1 : x.z == m ? 2 : 3));
-    };
-    int64_t j = threadIdx.x;
-    for (; j + (kBatch - 1) * kThreads < n4; j += kBatch * kThreads) {
-      float4 x[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) x[u] = row4[j + u * kThreads];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) four(x[u], j + u * kThreads);
-    }
-    for (; j < n4; j += kThreads) four(row4[j], j);
+    });
     return;
   }
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
