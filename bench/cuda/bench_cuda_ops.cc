@@ -6,7 +6,8 @@
 // the engine runs them, at 128 and 64 query rows per tile: 8 x 512, 1 x 2048, 4 x 1000 and a
 // 512-token chunk after 1536 cached; 8 x 512 also token by token on the split-KV kernel),
 // RMSNorm bandwidth. Run on the GPU
-// machine (scripts/gpu-check.sh runs it); prints one line per case. Random data: speed does
+// machine (scripts/gpu-check.sh runs it); prints one line per case. Arguments pick sections
+// (gemm, decode-gemm, attention, decode-attention, norm, rope; all without any). Random data: speed does
 // not depend on the values.
 #include <cuda_runtime_api.h>
 
@@ -72,7 +73,14 @@ double time_ms(const std::function<void()>& fn, int iters = 50) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  auto want = [&](const char* section) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == section) return true;
+    }
+    return false;
+  };
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "bench_cuda_ops: no CUDA device\n");
@@ -84,6 +92,7 @@ int main() {
 
   // GEMMs: the gate/up projection (hidden -> 2 x ffn) at decode and prefill batch sizes.
   for (int64_t n : {1, 8, 64, 512, 4096}) {
+    if (!want("gemm")) break;
     const int64_t k = hidden, m = 2 * ffn;
     bf16* x = device_random<bf16>(n * k, rng);
     bf16* w = device_random<bf16>(m * k, rng);
@@ -102,7 +111,7 @@ int main() {
   // A decode step's GEMMs at the batch sizes of a throughput run (a few hundred sequences:
   // compute-bound), with the heuristic's pick and tuned (Gemm::set_tuning). The weights rotate
   // over copies of at least 256 MB in all, so none stays in L2 between launches.
-  {
+  if (want("decode-gemm")) {
     tessera::cuda::Gemm tuned;
     tuned.set_tuning(tessera::cuda::Gemm::kTuneMaxRows);
     struct Shape {
@@ -118,7 +127,7 @@ int main() {
     for (const Shape& sh : shapes) {
       const int64_t wbytes = sh.m * sh.k * 2, copies = std::max<int64_t>(1, (int64_t{256} << 20) / wbytes + 1);
       bf16* w = device_random_tiled(static_cast<size_t>(copies * sh.m * sh.k), rng);
-      for (int64_t n : {256, 344, 384}) {
+      for (int64_t n : {256, 344, 384, 448, 512}) {
         bf16* x = device_random<bf16>(n * sh.k, rng);
         void* out = nullptr;
         cudaMalloc(&out, n * sh.m * 4);
@@ -225,14 +234,19 @@ int main() {
     }
   };
   for (int64_t batch : {1, 8, 64, 256}) {
+    if (!want("attention")) break;
     for (int64_t ctx : {512, 4096}) {
       if (2.0 * batch * ctx * kv_dim * sizeof(bf16) > 40e9) continue;  // the cache would not fit
       attention(batch, ctx, 1, 128);  // a decode step: no prefill tiles, so no plan
     }
   }
-  attention(344, 1500, 1, 128);  // a decode step of the 1000 -> 1000 throughput run
-  attention(8, 512, 512, 0);  // the split-KV kernel alone, for comparison
+  if (want("attention") || want("decode-attention")) {
+    attention(344, 1500, 1, 128);  // decode steps of the 1000 -> 1000 throughput run
+    attention(448, 1500, 1, 128);
+  }
+  if (want("attention")) attention(8, 512, 512, 0);  // the split-KV kernel alone, for comparison
   for (int tile_rows : {128, 64}) {
+    if (!want("attention")) break;
     attention(8, 512, 512, tile_rows);
     attention(1, 2048, 2048, tile_rows);
     attention(4, 1000, 1000, tile_rows);
@@ -240,7 +254,7 @@ int main() {
   }
 
   // RMSNorm over a prefill batch.
-  {
+  if (want("norm")) {
     const int64_t n = 4096;
     bf16* x = device_random<bf16>(n * hidden, rng);
     bf16* w = device_random<bf16>(hidden, rng);
@@ -249,7 +263,7 @@ int main() {
                 static_cast<long long>(hidden), ms, 2.0 * n * hidden * 2 / (ms * 1e-3) / 1e9);
   }
   // q/k/v RoPE and cache write over a prefill batch (the 8B shape, rotate-half).
-  {
+  if (want("rope")) {
     const int64_t n = 8192, qkv_dim = (heads + 2 * kv_heads) * hd;
     bf16* qkv = device_random<bf16>(n * qkv_dim, rng);
     bf16* q = device_random<bf16>(n * heads * hd, rng);
