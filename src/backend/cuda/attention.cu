@@ -13,11 +13,12 @@
 // the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
 //   M = max_s m_s,  out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 //
-// Grid (KV head x head chunk, token, split) (token first past 65,535 tokens), 4 warps per CTA. A CTA holds up to R (8 or 16) query
-// heads of one GQA group (all of it when G <= 8, or <= 16 for head_dim <= 128) as the 16 rows
-// of the mma's A operand, so each K/V row is read once per group. Each warp takes every 4th
-// step of 2048 / head_dim keys (8 KB of K and V, 16-byte loads straight into registers) and
-// keeps its own (m, l, acc); the warps merge through shared memory at the end.
+// Grid (KV head x head chunk, token, split) (the token first past 65,535 tokens), 4 warps per
+// CTA. A CTA holds up to R (8 or 16) query heads of one GQA group (all of it when G <= 8, or
+// <= 16 for head_dim <= 128) as the 16 rows of the mma's A operand, so each K/V row is read
+// once per group. Each warp takes every 4th step of 2048 / head_dim keys (8 KB of K and V,
+// 16-byte loads straight into registers) and keeps its own (m, l, acc); the warps merge
+// through shared memory at the end.
 //   S tile = Q [16 heads x 16 dims] . K^T [16 dims x 8 keys]: lane (g = lane/4, c = lane%4)
 //     loads K row (key g) at dims 32u + 8c .. +8, which is the B fragment of two k16 chunks
 //     when the dims are renumbered (the same renumbering for Q, so the dot products hold).
@@ -81,9 +82,8 @@ struct Params {
   float* part_acc;   // [num_tokens, num_heads, num_splits, head_dim], num_splits > 1
   float* part_m;     // [num_tokens, num_heads, num_splits]
   float* part_l;     // [num_tokens, num_heads, num_splits]
-  int* arrivals;     // [tokens, heads_y]: splits done per (token, head chunk); zero between launches
-  int heads_y;       // KV heads x head chunks
-  bool heads_fastest;  // grid (heads_y, tokens, splits): a token's KV heads run side by side
+  int* arrivals;  // [tokens, KV heads x head chunks]: splits done per (token, head chunk); 0 between launches
+  bool heads_fastest;  // grid (KV heads x head chunks, tokens, splits): a token's KV heads side by side
   // RoPE in the prologue (rope_paged_attention; q unused): the q/k/v projections
   // [tokens, (num_heads + 2 num_kv_heads) * D] with qkv_rope_cache's bias, norms and angles.
   const bf16* qkv;
@@ -135,14 +135,11 @@ __device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
   return {*reinterpret_cast<const uint32_t*>(&big), *reinterpret_cast<const uint32_t*>(&small)};
 }
 
-// 16 bytes at p, or zeros past the key range (a V row there may hold NaN, and 0 * NaN = NaN).
-// kCoherent: a plain load, not the read-only cache's (the CTA wrote some of the rows it reads,
-// ordered before by a __syncthreads; __ldcg's asm would cost the loop its predication).
-// The cache streams through once per step: its loads skip L1 and go first from L2 (policy:
-// l2_evict_first). Past the key range: zeros (a V row there may hold NaN, and 0 * NaN = NaN).
-// kCoherent: not the non-coherent path (the CTA wrote some of the rows it reads, ordered
-// before by a __syncthreads). The H200 at 448 sequences x 1,500 keys: 4,393 GB/s against
-// 4,323 with plain loads (and the grid's KV heads side by side, below).
+// 16 bytes of the cache at p. The cache streams through once per step: its loads skip L1
+// and go first from L2 (policy: l2_evict_first). Past the key range: zeros (a V row there
+// may hold NaN, and 0 * NaN = NaN). kCoherent: not the non-coherent path (the CTA wrote some
+// of the rows it reads, ordered before by a __syncthreads). The H200 at 448 sequences x
+// 1,500 keys: 4,393 GB/s against 4,323 with plain loads (the grid's KV heads side by side).
 __device__ __forceinline__ uint64_t l2_evict_first() {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -344,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   pdl_launch_dependents();
   const int cta_t = static_cast<int>(p.heads_fastest ? blockIdx.y : blockIdx.x);
   const int cta_h = static_cast<int>(p.heads_fastest ? blockIdx.x : blockIdx.y);
-  const int64_t cta = int64_t{cta_t} * p.heads_y + cta_h;  // its (token, head chunk) arrival count
+  const int64_t cta = int64_t{cta_t} * p.num_kv_heads * p.head_chunks + cta_h;  // its arrival count
   const int t = p.tokens != nullptr ? p.tokens[cta_t] : cta_t, split = blockIdx.z;
   const int kvh = cta_h / p.head_chunks;
   const int h0 = kvh * p.group + (cta_h % p.head_chunks) * R;
@@ -408,12 +405,16 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
 #pragma unroll
-      for (int u = 0; u < NU; ++u) load16<kRope>(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, policy, kr[i][u]);
+      for (int u = 0; u < NU; ++u) {
+        load16<kRope>(kslot[i] >= 0, kbase + kslot[i] * row_stride + 32 * u, policy, kr[i][u]);
+      }
     }
 #pragma unroll
     for (int r = 0; r < 2 * NT; ++r) {
 #pragma unroll
-      for (int w = 0; w < NV; ++w) load16<kRope>(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, policy, vr[r][w]);
+      for (int w = 0; w < NV; ++w) {
+        load16<kRope>(vslot[r] >= 0, vbase + vslot[r] * row_stride + 64 * w, policy, vr[r][w]);
+      }
     }
     find_slots(key0 + kWarps * KSTEP);  // the next step's block ids load meanwhile
 
@@ -610,7 +611,6 @@ void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v
   // A token's KV heads side by side in the grid, so that the CTAs running at once read
   // whole blocks of the cache (a slot holds every KV head's row) rather than one head's
   // 256-byte rows 2 KB apart: 4,323 against 4,228 GB/s at 448 sequences x 1,500 keys.
-  p.heads_y = static_cast<int>(heads_y);
   p.heads_fastest = ctas_x <= 65535;
   const dim3 grid = p.heads_fastest
                         ? dim3(static_cast<unsigned>(heads_y), static_cast<unsigned>(ctas_x), num_splits)
