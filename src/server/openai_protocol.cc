@@ -230,14 +230,14 @@ void bad_request(const std::string& message, const std::string& param) {
   throw ApiError(http_status::bad_request, message, param);
 }
 
-Json parse_json_body(const std::string& body) {
+Json parse_client_json(std::string_view text, int max_depth) {
   // Ordered objects find keys by linear search, so k keys cost k^2/2 comparisons: the
-  // parse stops once a body's objects would cost more than kMaxKeyComparisons.
+  // parse stops once a text's objects would cost more than kMaxKeyComparisons.
   constexpr size_t kMaxKeyComparisons = size_t{4} << 20;
   std::vector<size_t> keys_per_object;
   size_t comparisons = 0;
   Json::parser_callback_t limits = [&](int depth, Json::parse_event_t event, Json&) {
-    if (depth > kMaxJsonDepth) bad_request("JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (depth > max_depth) bad_request("JSON is nested deeper than " + std::to_string(max_depth) + " levels");
     if (event == Json::parse_event_t::object_start) {
       keys_per_object.push_back(0);
     } else if (event == Json::parse_event_t::object_end) {
@@ -248,12 +248,15 @@ Json parse_json_body(const std::string& body) {
     }
     return true;
   };
-  Json j;
   try {
-    j = Json::parse(body, limits);
+    return Json::parse(text.begin(), text.end(), limits);
   } catch (const Json::exception& e) {
-    bad_request(std::string("invalid JSON body: ") + e.what());
+    bad_request(std::string("invalid JSON: ") + e.what());
   }
+}
+
+Json parse_json_body(const std::string& body) {
+  Json j = parse_client_json(body, kMaxJsonDepth);
   if (!j.is_object()) bad_request("the request body must be a JSON object");
   return j;
 }
@@ -324,6 +327,8 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
     Json msg = m;
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
       msg["content"] = content_text(*c, "messages[].content");
+    } else {
+      msg["content"] = "";  // as vLLM: a null or missing content renders as empty text
     }
     if (auto calls = msg.find("tool_calls"); calls != msg.end() && calls->is_array()) {
       // Templates expect arguments as objects; OpenAI sends them as JSON text.
@@ -333,8 +338,13 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
         if (fn == call.end() || !fn->is_object()) continue;
         auto args = fn->find("arguments");
         if (args != fn->end() && args->is_string()) {
-          Json parsed = Json::parse(args->get<std::string>(), nullptr, false);
-          if (!parsed.is_discarded() && parsed.is_object()) *args = std::move(parsed);
+          // JSON inside a string escapes the body's depth limit: parse it under its own, and
+          // leave text that is not a small enough object as it came.
+          try {
+            Json parsed = parse_client_json(args->get_ref<const std::string&>(), kMaxToolArgumentsDepth);
+            if (parsed.is_object()) *args = std::move(parsed);
+          } catch (const ApiError&) {
+          }
         }
       }
     }

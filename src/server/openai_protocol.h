@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/beast/http/status.hpp>
@@ -26,9 +27,15 @@ struct ApiError : std::runtime_error {
 // 400 with the field named.
 [[noreturn]] void bad_request(const std::string& message, const std::string& param = "");
 
+// Every parse of client JSON goes through parse_client_json: at most max_depth levels
+// (recursive walks over the result stay bounded) and a bounded key-lookup cost. Throws a
+// 400 ApiError.
+nlohmann::ordered_json parse_client_json(std::string_view text, int max_depth);
 // A JSON request body: an object, at most kMaxJsonDepth deep, valid UTF-8.
 nlohmann::ordered_json parse_json_body(const std::string& body);
 constexpr int kMaxJsonDepth = 256;
+// tool_calls[].function.arguments: JSON text in a string, parsed for the chat template.
+constexpr int kMaxToolArgumentsDepth = 64;
 
 // Defaults a model supplies for fields a request leaves out (generation_config.json).
 struct SamplingDefaults {

@@ -126,6 +126,37 @@ TEST(OpenAiProtocol, ChatMessages) {
   EXPECT_EQ(error_param(c, R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})"), "tools");
 }
 
+TEST(OpenAiProtocol, NullContentIsEmptyText) {
+  auto r = chat(R"({"messages": [{"role": "user", "content": null},
+                                 {"role": "assistant", "tool_calls": [{"id": "1", "type": "function",
+                                   "function": {"name": "f", "arguments": "{}"}}]}]})");
+  EXPECT_EQ(r.messages[0]["content"], "");
+  EXPECT_EQ(r.messages[1]["content"], "");
+}
+
+TEST(OpenAiProtocol, JsonInsideStringsHasADepthLimitToo) {
+  // Tool-call arguments are JSON text parsed again for templates: nested past the limit,
+  // they stay text (a recursive copy or render of 100,000 levels overflows the stack).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Json body = {{"messages", Json::array({Json{{"role", "assistant"},
+                                              {"content", nullptr},
+                                              {"tool_calls", Json::array({Json{{"id", "1"},
+                                                                               {"type", "function"},
+                                                                               {"function", Json{{"name", "f"},
+                                                                                                 {"arguments", deep}}}}})}}})}};
+  auto r = parse_chat_request(body, {});
+  EXPECT_TRUE(r.messages[0]["tool_calls"][0]["function"]["arguments"].is_string());
+  const std::string ok_depth = R"({"a": )" + std::string(kMaxToolArgumentsDepth - 1, '[') +
+                               std::string(kMaxToolArgumentsDepth - 1, ']') + "}";
+  body["messages"][0]["tool_calls"][0]["function"]["arguments"] = ok_depth;
+  EXPECT_TRUE(parse_chat_request(body, {}).messages[0]["tool_calls"][0]["function"]["arguments"].is_object());
+  // The one entry point for client JSON refuses the depth, whatever the container.
+  EXPECT_THROW(parse_client_json(deep, kMaxJsonDepth), ApiError);
+  EXPECT_THROW(parse_client_json(std::string(300, '{'), kMaxJsonDepth), ApiError);
+  EXPECT_EQ(parse_client_json("[[1]]", 2), Json::parse("[[1]]"));
+  EXPECT_THROW(parse_client_json("[[[1]]]", 2), ApiError);
+}
+
 TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
   EngineMetrics m;
   m.num_requests_running = 3;
