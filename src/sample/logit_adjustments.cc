@@ -49,6 +49,24 @@ std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& p, std::spa
       if (LogitAdjustment* a = at(id)) a->add = -INFINITY;
     }
   }
+  if (!p.allowed_token_ids.empty()) {
+    // allowed_token_ids is a hard limit; min_tokens and bad words yield where they would mask
+    // every allowed token (else sampling from an all -inf row picks a token outside the set).
+    bool any_open = false;
+    for (int32_t id : p.allowed_token_ids) {
+      if (id < 0 || id >= vocab) continue;
+      auto it = by_token.find(id);
+      if (it == by_token.end() || it->second.add != -INFINITY) any_open = true;
+    }
+    if (!any_open) {
+      for (int32_t id : p.allowed_token_ids) {
+        if (LogitAdjustment* a = at(id)) {
+          auto bias = p.logit_bias.find(id);
+          a->add = bias == p.logit_bias.end() ? 0.0f : bias->second;
+        }
+      }
+    }
+  }
   if (p.repetition_penalty != 1.0f) {
     for (auto span : {prompt, output}) {
       for (int32_t id : span) {

@@ -234,6 +234,31 @@ TEST(ProcessLogits, AllowedTokenIdsMaskEveryOtherToken) {
   EXPECT_FALSE(adjustments_read_output(p));
 }
 
+TEST(ProcessLogits, MinTokensNeverMasksTheLastAllowedTokens) {
+  // Every allowed token is a stop token: min_tokens yields, the allowed set holds.
+  SamplingParams p;
+  p.allowed_token_ids = {2, 5};
+  p.stop_token_ids = {2};
+  p.min_tokens = 3;
+  p.logit_bias = {{5, 0.5f}};
+  const std::vector<int32_t> eos = {5};
+  std::vector<float> l(6, 1.0f);
+  process_logits(l.data(), 6, p, {}, {}, eos);
+  EXPECT_EQ(l, (std::vector<float>{-INFINITY, -INFINITY, 1.0f, -INFINITY, -INFINITY, 1.5f}));
+  // An allowed token that is not a stop token stays the only choice.
+  p.allowed_token_ids = {2, 4, 5};
+  std::vector<float> m(6, 1.0f);
+  process_logits(m.data(), 6, p, {}, {}, eos);
+  EXPECT_EQ(m, (std::vector<float>{-INFINITY, -INFINITY, -INFINITY, -INFINITY, 1.0f, -INFINITY}));
+  // Bad words yield the same way.
+  SamplingParams b;
+  b.allowed_token_ids = {3};
+  b.bad_words_token_ids = {{3}};
+  std::vector<float> n(6, 1.0f);
+  process_logits(n.data(), 6, b, {}, {}, {});
+  EXPECT_EQ(n, (std::vector<float>{-INFINITY, -INFINITY, -INFINITY, 1.0f, -INFINITY, -INFINITY}));
+}
+
 TEST(SamplingParams, Validation) {
   SamplingParams p;
   EXPECT_EQ(p.validate(), "");
