@@ -31,7 +31,7 @@ struct EngineArgs {
   bool enforce_eager = false;           // CUDA: no graphs (every step launched kernel by kernel)
   int32_t max_model_len = 0;                   // 0: the model's maximum
   int32_t max_num_seqs = 256;
-  int32_t max_num_batched_tokens = 2048;
+  int32_t max_num_batched_tokens = 0;  // 0: 2048, or max(max_model_len, 2048) without chunked prefill
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   // Schedule step N+1 while step N runs on a device, its sampled tokens feeding N+1 there

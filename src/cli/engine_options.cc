@@ -22,7 +22,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--max-model-len", a->max_model_len, "Maximum prompt + output tokens (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Token budget of one engine step")
+  cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "Token budget of one engine step (default 2048; without chunked prefill the larger of 2048 and --max-model-len)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->enable_prefix_caching,
                 "Reuse cached KV blocks of equal prefixes (default on)");

@@ -1,5 +1,6 @@
 #include "config/engine_config.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace tessera {
@@ -20,12 +21,18 @@ std::string KvCachePlan::describe() const {
   return line;
 }
 
+int32_t resolve_max_num_batched_tokens(const EngineConfig& c, int32_t max_model_len) {
+  constexpr int32_t kDefault = 2048;
+  if (c.max_num_batched_tokens > 0) return c.max_num_batched_tokens;
+  return c.enable_chunked_prefill ? kDefault : std::max(kDefault, max_model_len);
+}
+
 Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   if (c.block_size < 1 || c.block_size > 1024 || (c.block_size & (c.block_size - 1)) != 0) {
     return Status::error("block_size must be a power of two in [1, 1024], got " + std::to_string(c.block_size));
   }
   if (c.max_num_seqs < 1) return Status::error("max_num_seqs must be at least 1");
-  if (c.max_num_batched_tokens < 1) return Status::error("max_num_batched_tokens must be at least 1");
+  if (c.max_num_batched_tokens < 0) return Status::error("max_num_batched_tokens must be at least 1");
   if (c.max_model_len < 0 || c.max_model_len > m.max_position_embeddings) {
     return Status::error("max_model_len " + std::to_string(c.max_model_len) + " exceeds the model's maximum of " +
                          std::to_string(m.max_position_embeddings));
@@ -34,6 +41,15 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   KvCachePlan plan;
   plan.max_model_len = c.max_model_len > 0 ? c.max_model_len : static_cast<int32_t>(m.max_position_embeddings);
   if (plan.max_model_len < 2) return Status::error("max_model_len must be at least 2");
+  plan.max_num_batched_tokens = resolve_max_num_batched_tokens(c, plan.max_model_len);
+  if (!c.enable_chunked_prefill && plan.max_num_batched_tokens < plan.max_model_len) {
+    // A prompt longer than one step's budget could never be scheduled, and everything
+    // queued behind it would wait forever.
+    return Status::error("max_num_batched_tokens (" + std::to_string(plan.max_num_batched_tokens) +
+                         ") is smaller than max_model_len (" + std::to_string(plan.max_model_len) +
+                         ") without chunked prefill, so longer prompts could never run: raise "
+                         "--max-num-batched-tokens, lower --max-model-len or enable chunked prefill");
+  }
   plan.shape.num_layers = m.num_hidden_layers;
   plan.shape.block_size = c.block_size;
   plan.shape.num_kv_heads = m.num_key_value_heads;

@@ -34,7 +34,7 @@ EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& conf
   kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.block_size,
                                          config.enable_prefix_caching, plan.num_host_blocks);
   SchedulerConfig sc;
-  sc.max_num_batched_tokens = config.max_num_batched_tokens;
+  sc.max_num_batched_tokens = plan.max_num_batched_tokens;
   sc.max_num_seqs = config.max_num_seqs;
   sc.max_model_len = plan.max_model_len;
   sc.enable_chunked_prefill = config.enable_chunked_prefill;

@@ -146,5 +146,30 @@ TEST(PlanKvCache, TooLittleMemoryForOneRequestNamesTheFix) {
   EXPECT_NE(plan.error().find("fewer than max_model_len 8192"), std::string::npos) << plan.error();
 }
 
+TEST(PlanKvCache, NoChunkedPrefillNeedsABudgetOfMaxModelLen) {
+  EngineConfig c;
+  c.kv_dtype_bytes = 2;
+  c.max_model_len = 8192;
+  c.kv_cache_memory = int64_t{2} << 30;
+  c.enable_chunked_prefill = false;
+  // The default budget follows: a prompt of max_model_len - 1 tokens fits one step.
+  auto plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ(plan->max_num_batched_tokens, 8192);
+  // A budget set below max_model_len would admit prompts that can never be scheduled.
+  c.max_num_batched_tokens = 2048;
+  plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().find("max_num_batched_tokens (2048) is smaller than max_model_len (8192)"), std::string::npos)
+      << plan.error();
+  // With chunked prefill any budget works; the default is 2048.
+  c.enable_chunked_prefill = true;
+  plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ(plan->max_num_batched_tokens, 2048);
+  c.max_num_batched_tokens = 0;
+  EXPECT_EQ(plan_kv_cache(c, llama8b_like())->max_num_batched_tokens, 2048);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -40,6 +40,8 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
 
   const int32_t max_model_len =
       config.max_model_len > 0 ? config.max_model_len : static_cast<int32_t>(mc.max_position_embeddings);
+  // The step buffers are sized by the budget the scheduler will use (plan_kv_cache resolves the same).
+  config.max_num_batched_tokens = resolve_max_num_batched_tokens(config, max_model_len);
   auto runner = CudaModelRunner::create(std::move(*cuda_model), config, max_model_len, !args.enforce_eager);
   if (!runner.ok()) return runner.status();
 
