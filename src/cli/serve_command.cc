@@ -4,8 +4,10 @@
 // are aborted, exit 0.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +50,10 @@ struct ServeOptions {
   bool fake_engine = false;
   bool enable_prompt_tokens_details = false;
   double fake_step_interval_ms = 0.0;
+  std::string scheduling_policy = "fcfs";
+  bool trust_request_chat_template = false;
+  size_t max_response_bytes = 64u << 20;
+  int request_workers = 0;  // 0: a quarter of the cores, 2 to 8
 };
 
 // As many open files as the hard limit allows: every connection is one.
@@ -145,6 +151,11 @@ int run_serve(ServeOptions o) {
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
   config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
+  config.enable_priority = o.scheduling_policy == "priority";
+  config.trust_request_chat_template = o.trust_request_chat_template;
+  config.max_response_bytes = o.max_response_bytes;
+  config.worker_threads =
+      o.request_workers > 0 ? o.request_workers : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 2, 8);
   config.version = TESSERA_VERSION;
   server::ApiServer api(config, engine, loaded.tokenizer.get(), std::move(chat_template));
   server::HttpServer http(o.http, [&api](server::HttpExchange& ex) { return api.handle(ex); });
@@ -193,6 +204,7 @@ int run_serve(ServeOptions o) {
                o.http.host.c_str(), port);
   std::fflush(stderr);
   http.run();
+  api.shutdown();
   engine.abort_all();
   std::fprintf(stderr, "tessera: stopped\n");
   return 0;
@@ -231,6 +243,19 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout, "Seconds in-flight requests get to finish on SIGTERM")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--http-threads", o->http.threads, "Threads serving HTTP")->check(CLI::Range(1, 64));
+  cmd->add_option("--request-workers", o->request_workers,
+                  "Threads that parse, render and tokenize requests and build replies, off the HTTP threads "
+                  "(default: a quarter of the cores, 2 to 8)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--scheduling-policy", o->scheduling_policy,
+                  "fcfs: first come, first served (requests with a non-zero priority get 400); priority: "
+                  "requests' priority field orders them (lower first)")
+      ->check(CLI::IsMember({"fcfs", "priority"}));
+  cmd->add_flag("--trust-request-chat-template", o->trust_request_chat_template,
+                "Render chat templates sent with requests (chat_template); without it they get 400");
+  cmd->add_option("--max-response-bytes", o->max_response_bytes,
+                  "Unstreamed replies larger than this get 400 (streamed ones are not held in memory)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads, "CPU threads of the model (default: all cores)");
   add_activation_precision_option(cmd, &o->activation_precision);
   cmd->add_flag("--fake-engine", o->fake_engine,

@@ -1,5 +1,6 @@
 #include "engine/async_engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace tessera {
@@ -28,6 +29,7 @@ struct AsyncEngine::Active {
   std::vector<double> last_token_time;    // per child, 0 before its first token
   std::vector<bool> done;                 // per child
   size_t open = 0;
+  size_t num_seqs = 1;  // the request's n, as counted in num_unfinished_seqs_
   double arrival_time = 0.0;
   double first_token_time = 0.0;
   bool wants_prompt_logprobs = false;
@@ -84,6 +86,7 @@ Status AsyncEngine::validate(const std::vector<int32_t>& prompt, const SamplingP
 std::shared_ptr<RequestStream> AsyncEngine::add_request(GenerateRequest request) {
   auto stream = std::make_shared<RequestStream>(next_stream_++, std::move(request.notify));
   num_unfinished_.fetch_add(1, std::memory_order_relaxed);
+  num_unfinished_seqs_.fetch_add(static_cast<size_t>(std::max<int64_t>(request.params.n, 1)), std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     incoming_.push_back(Incoming{stream, std::move(request), now_seconds()});
@@ -172,6 +175,7 @@ void AsyncEngine::admit(Incoming in) {
   a->prompt = g.prompt_token_ids;
   a->arrival_time = in.arrival_time;
   a->wants_prompt_logprobs = g.params.prompt_logprobs >= 0;
+  a->num_seqs = static_cast<size_t>(std::max<int64_t>(g.params.n, 1));
   Status status = validate(g.prompt_token_ids, g.params);
   for (int64_t c = 0; status.ok() && c < g.params.n; ++c) {
     SamplingParams p = g.params;
@@ -199,6 +203,7 @@ void AsyncEngine::admit(Incoming in) {
       b.finished = true;
     });
     num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+    num_unfinished_seqs_.fetch_sub(a->num_seqs, std::memory_order_relaxed);
     in.stream->notify();
     return;
   }
@@ -245,7 +250,10 @@ void AsyncEngine::publish(Active& a, std::vector<CompletionDelta>* deltas, Promp
       b.metrics.finished_time = a.finished_time;
     }
   });
-  if (done) num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+  if (done) {
+    num_unfinished_.fetch_sub(1, std::memory_order_relaxed);
+    num_unfinished_seqs_.fetch_sub(a.num_seqs, std::memory_order_relaxed);
+  }
   a.stream->notify();
 }
 

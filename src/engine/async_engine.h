@@ -50,6 +50,8 @@ class AsyncEngine {
 
   // Streams added and not finished yet.
   size_t num_unfinished() const { return num_unfinished_.load(std::memory_order_relaxed); }
+  // Their sequences: a stream of n completions counts n.
+  size_t num_unfinished_seqs() const { return num_unfinished_seqs_.load(std::memory_order_relaxed); }
   EngineMetrics metrics() const;
   int32_t max_model_len() const { return max_model_len_; }
   int64_t vocab_size() const { return vocab_size_; }
@@ -91,6 +93,7 @@ class AsyncEngine {
   bool stop_ = false;
   std::atomic<uint64_t> next_stream_{1};
   std::atomic<size_t> num_unfinished_{0};
+  std::atomic<size_t> num_unfinished_seqs_{0};
 
   mutable std::mutex metrics_mu_;
   EngineMetrics metrics_;

@@ -33,7 +33,7 @@ std::string_view path_of(std::string_view target) {
 ApiServer::ApiServer(ApiServerConfig config, AsyncEngine& engine, const tokenizer::Tokenizer* tok,
                      std::unique_ptr<ChatTemplate> chat_template)
     : config_(std::move(config)), engine_(engine), tok_(tok), chat_template_(std::move(chat_template)),
-      created_(unix_time()) {}
+      workers_(std::max(1, config_.worker_threads), config_.max_pending_work), created_(unix_time()) {}
 
 net::awaitable<void> ApiServer::respond_json(HttpExchange& ex, const Json& body) {
   co_await ex.respond(http::status::ok, "application/json", dump(body));
@@ -53,7 +53,11 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   const HttpRequest& req = ex.request();
   const std::string_view path = path_of(std::string_view(req.target().data(), req.target().size()));
   const http::verb method = req.method();
-  if (path == "/health") {
+  // Liveness probes answer without the key, and without work (load balancers poll them).
+  if (path == "/health" || path == "/ping") {
+    if (method != http::verb::get && !(path == "/ping" && method == http::verb::post)) {
+      throw ApiError(http::status::method_not_allowed, std::string(path) + " takes GET");
+    }
     co_await ex.respond(http::status::ok, "application/json", "");
     co_return;
   }
@@ -77,7 +81,7 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
     co_return;
   }
   const bool get = method == http::verb::get;
-  if (path == "/v1/models" || path == "/version" || path == "/metrics" || path == "/ping") {
+  if (path == "/v1/models" || path == "/version" || path == "/metrics") {
     if (!get) throw ApiError(http::status::method_not_allowed, std::string(path) + " takes GET");
   }
   if (path == "/v1/models") {
@@ -90,8 +94,6 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   } else if (path == "/version") {
     const Json version = {{"version", config_.version}};
     co_await respond_json(ex, version);
-  } else if (path == "/ping") {
-    co_await ex.respond(http::status::ok, "application/json", "");
   } else if (path == "/metrics") {
     co_await ex.respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                         render_prometheus(engine_.metrics(), config_.served_model_name));
@@ -106,12 +108,30 @@ void ApiServer::check_model(const std::optional<std::string>& model) const {
   }
 }
 
-void ApiServer::check_capacity(size_t new_requests) const {
+void ApiServer::check_priority(int32_t priority) const {
+  if (priority != 0 && !config_.enable_priority) {
+    bad_request("priority scheduling is not enabled: the server must run with --scheduling-policy priority",
+                "priority");
+  }
+}
+
+void ApiServer::check_request_seqs(size_t num_prompts, int64_t n) const {
+  const size_t seqs = num_prompts * static_cast<size_t>(std::max<int64_t>(n, 1));
+  if (seqs > config_.max_seqs_per_request) {
+    bad_request("the request asks for " + std::to_string(seqs) + " sequences (prompts x n); at most " +
+                    std::to_string(config_.max_seqs_per_request) + " per request",
+                "n");
+  }
+}
+
+void ApiServer::check_capacity(size_t new_seqs) const {
   if (draining_.load()) throw ApiError(http::status::service_unavailable, "the server is shutting down");
-  if (engine_.num_unfinished() + new_requests > config_.max_queued_requests) {
+  const size_t unfinished = engine_.num_unfinished_seqs();
+  if (unfinished + new_seqs > config_.max_queued_requests) {
     throw ApiError(http::status::service_unavailable,
-                   "the server is overloaded: " + std::to_string(engine_.num_unfinished()) +
-                       " requests are in progress (limit " + std::to_string(config_.max_queued_requests) + "); retry later");
+                   "the server is overloaded: " + std::to_string(unfinished) + " sequences are in progress and " +
+                       std::to_string(new_seqs) + " more were asked for (limit " +
+                       std::to_string(config_.max_queued_requests) + "); retry later");
   }
 }
 
@@ -127,6 +147,11 @@ std::string ApiServer::render_chat(const Json& messages, const Json& tools, cons
                                    const std::optional<std::string>& template_source) const {
   std::unique_ptr<ChatTemplate> own;
   const ChatTemplate* tmpl = chat_template_.get();
+  if (template_source && !config_.trust_request_chat_template) {
+    bad_request("chat_template was sent with the request, but this server only renders its own template "
+                "(start it with --trust-request-chat-template to accept request templates)",
+                "chat_template");
+  }
   if (template_source) {
     auto t = ChatTemplate::from_string(*template_source, tok_ ? std::optional(tok_->special_tokens().bos_token) : std::nullopt,
                                        tok_ ? std::optional(tok_->special_tokens().eos_token) : std::nullopt);
@@ -140,7 +165,11 @@ std::string ApiServer::render_chat(const Json& messages, const Json& tools, cons
   context["messages"] = messages;
   context["add_generation_prompt"] = add_generation_prompt;
   if (!tools.is_null()) context["tools"] = tools;
-  auto text = tmpl->render(context);
+  jinja::RenderOptions options;
+  options.limits.max_output_bytes = config_.max_rendered_prompt_bytes;
+  options.limits.max_string_bytes = config_.max_rendered_prompt_bytes;
+  options.limits.max_steps = config_.max_render_steps;
+  auto text = tmpl->render(context, options);
   if (!text.ok()) bad_request("the chat template failed: " + text.error(), "messages");
   if (continue_final_message) {
     // As transformers: end the prompt right after the final message's content.
@@ -196,7 +225,12 @@ void ApiServer::fit_max_tokens(size_t prompt_len, bool given, SamplingParams* pa
 }
 
 net::awaitable<void> ApiServer::tokenize(HttpExchange& ex) {
-  const Json body = parse_json_body(ex.request().body());
+  std::string reply = co_await workers_.run([&] { return tokenize_reply(ex.request().body()); });
+  co_await ex.respond(http::status::ok, "application/json", std::move(reply));
+}
+
+std::string ApiServer::tokenize_reply(const std::string& request_body) const {
+  const Json body = parse_json_body(request_body);
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) bad_request("model must be a string", "model");
     check_model(m->get<std::string>());
@@ -226,11 +260,16 @@ net::awaitable<void> ApiServer::tokenize(HttpExchange& ex) {
                     {"max_model_len", engine_.max_model_len()},
                     {"tokens", ids},
                     {"token_strs", std::move(strs)}};
-  co_await respond_json(ex, out);
+  return dump(out);
 }
 
 net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {
-  const Json body = parse_json_body(ex.request().body());
+  std::string reply = co_await workers_.run([&] { return detokenize_reply(ex.request().body()); });
+  co_await ex.respond(http::status::ok, "application/json", std::move(reply));
+}
+
+std::string ApiServer::detokenize_reply(const std::string& request_body) const {
+  const Json body = parse_json_body(request_body);
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) bad_request("model must be a string", "model");
     check_model(m->get<std::string>());
@@ -253,7 +292,7 @@ net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {
   auto text = tok_->decode(ids, /*skip_special_tokens=*/false);
   if (!text.ok()) bad_request(text.error(), "tokens");
   const Json out = {{"prompt", *text}};
-  co_await respond_json(ex, out);
+  return dump(out);
 }
 
 }  // namespace tessera::server

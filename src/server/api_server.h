@@ -1,6 +1,7 @@
-// ApiServer: the OpenAI-compatible routes over an AsyncEngine. Requests are parsed and
-// tokenized on the HTTP threads; generation runs on the engine thread; each request's
-// stream wakes its connection, which writes SSE events (or, unstreamed, the final JSON).
+// ApiServer: the OpenAI-compatible routes over an AsyncEngine. Requests are parsed,
+// rendered and tokenized on the worker pool (the HTTP threads only do I/O); generation runs
+// on the engine thread; each request's stream wakes its connection, which writes SSE events
+// (or, unstreamed, the final JSON, assembled on a worker).
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "engine/async_engine.h"
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
+#include "server/worker_pool.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,10 +21,18 @@ namespace tessera::server {
 struct ApiServerConfig {
   std::string served_model_name;
   std::string model_path;                 // reported as the model's root
-  std::optional<std::string> api_key;     // Bearer token every route but /health needs
-  size_t max_queued_requests = 4096;      // more unfinished requests than this: 503
+  std::optional<std::string> api_key;     // Bearer token every route but /health and /ping needs
+  size_t max_queued_requests = 4096;      // more unfinished sequences (prompts x n) than this: 503
+  size_t max_seqs_per_request = 1024;     // prompts x n of one request; more: 400
   SamplingDefaults sampling_defaults;     // from --generation-config
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
+  bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
+  bool trust_request_chat_template = false;  // --trust-request-chat-template
+  size_t max_response_bytes = 64u << 20;  // an unstreamed reply larger than this: 400
+  size_t max_rendered_prompt_bytes = 16u << 20;  // a chat template's output
+  uint64_t max_render_steps = 4'000'000;  // a chat template's work (jinja::RenderLimits::max_steps)
+  int worker_threads = 2;                 // parse, render, tokenize and build replies off the I/O threads
+  size_t max_pending_work = 512;          // requests queued for the workers; more: 503
   std::string version;
 };
 
@@ -35,6 +45,8 @@ class ApiServer {
   net::awaitable<void> handle(HttpExchange& ex);
   // From now on generation requests get 503 (in-flight ones go on).
   void start_draining() { draining_.store(true); }
+  // Joins the workers; call once the HTTP threads have stopped, before their io_context goes.
+  void shutdown() { workers_.shutdown(); }
 
  private:
   net::awaitable<void> route(HttpExchange& ex);
@@ -42,10 +54,18 @@ class ApiServer {
   net::awaitable<void> chat_completions(HttpExchange& ex);
   net::awaitable<void> tokenize(HttpExchange& ex);
   net::awaitable<void> detokenize(HttpExchange& ex);
+  // The replies of /tokenize and /detokenize (on a worker).
+  std::string tokenize_reply(const std::string& request_body) const;
+  std::string detokenize_reply(const std::string& request_body) const;
   net::awaitable<void> respond_json(HttpExchange& ex, const nlohmann::ordered_json& body);
 
   void check_model(const std::optional<std::string>& model) const;
-  void check_capacity(size_t new_requests) const;
+  // Non-zero priority needs --scheduling-policy priority (else any client could starve the rest).
+  void check_priority(int32_t priority) const;
+  // prompts x n of one request against max_seqs_per_request.
+  void check_request_seqs(size_t num_prompts, int64_t n) const;
+  // New sequences against what is unfinished and max_queued_requests.
+  void check_capacity(size_t new_seqs) const;
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens, const char* param) const;
   // The chat prompt text of a request's messages (or a /tokenize body's).
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
@@ -63,6 +83,7 @@ class ApiServer {
   AsyncEngine& engine_;
   const tokenizer::Tokenizer* tok_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  WorkerPool workers_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   const int64_t created_;

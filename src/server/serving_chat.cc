@@ -5,20 +5,50 @@
 
 namespace tessera::server {
 
+namespace {
+
+// A chat request rendered, tokenized and checked, ready for the engine.
+struct PreparedChat {
+  ChatRequest req;
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;
+};
+
+// Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob",
+// "bytes", "top_logprobs"}), and of each alternative in it.
+constexpr size_t kMinChatLogprobBytes = 50;
+constexpr size_t kMinChatAlternativeBytes = 38;
+
+}  // namespace
+
 net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
-  const Json body = parse_json_body(ex.request().body());
-  ChatRequest req = parse_chat_request(body, config_.sampling_defaults);
-  check_model(req.model);
-  const std::string prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
-                                         req.continue_final_message, req.chat_template);
-  std::vector<int32_t> prompt_ids = encode(prompt, req.add_special_tokens, "messages");
-  truncate_prompt(&prompt_ids, req.truncate_prompt_tokens);
-  SamplingParams params = req.params;
-  resolve_bad_words(&params);
-  if (!req.max_tokens_given) params.max_tokens = engine_.max_model_len();  // up to the context
-  fit_max_tokens(prompt_ids.size(), req.max_tokens_given, &params);
-  if (Status s = engine_.validate(prompt_ids, params); !s.ok()) bad_request(s.message());
-  check_capacity(1);
+  // Parsing, rendering and tokenizing (seconds for a long conversation) run on a worker.
+  PreparedChat prep = co_await workers_.run([&] {
+    PreparedChat p;
+    p.req = parse_chat_request(parse_json_body(ex.request().body()), config_.sampling_defaults);
+    ChatRequest& req = p.req;
+    check_model(req.model);
+    check_priority(req.priority);
+    check_request_seqs(1, req.params.n);
+    const std::string prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs,
+                                           req.add_generation_prompt, req.continue_final_message, req.chat_template);
+    p.prompt_ids = encode(prompt, req.add_special_tokens, "messages");
+    truncate_prompt(&p.prompt_ids, req.truncate_prompt_tokens);
+    p.params = req.params;
+    resolve_bad_words(&p.params);
+    if (!req.max_tokens_given) p.params.max_tokens = engine_.max_model_len();  // up to the context
+    fit_max_tokens(p.prompt_ids.size(), req.max_tokens_given, &p.params);
+    if (Status s = engine_.validate(p.prompt_ids, p.params); !s.ok()) bad_request(s.message());
+    if (req.prompt_logprobs >= 0) {
+      ReplyBudget(config_.max_response_bytes)
+          .charge((p.prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs));
+    }
+    return p;
+  });
+  const ChatRequest& req = prep.req;
+  const std::vector<int32_t>& prompt_ids = prep.prompt_ids;
+  const SamplingParams& params = prep.params;
+  check_capacity(static_cast<size_t>(params.n));
 
   StreamSet streams(engine_);
   streams.add(engine_.add_request(GenerateRequest{prompt_ids, params, req.priority, ex.waker()}));
@@ -39,45 +69,58 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     std::vector<ChoiceState> choices(static_cast<size_t>(n));
     std::vector<PositionLogprobs> prompt_logprobs;
     std::vector<int32_t> prompt_ranks;
+    // Refuses a reply that outgrows the limit as its tokens arrive, before it is built.
+    ReplyBudget estimate(config_.max_response_bytes);
+    const size_t per_token =
+        req.logprobs ? kMinChatLogprobBytes + kMinChatAlternativeBytes * static_cast<size_t>(req.top_logprobs) : 0;
     auto on_batch = [&](size_t, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
       cached = std::max<int64_t>(cached, b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs.push_back(std::move(lp));
       prompt_ranks.insert(prompt_ranks.end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
-      for (const CompletionDelta& d : b.deltas) choices[d.index].append(d);
+      for (const CompletionDelta& d : b.deltas) {
+        choices[d.index].append(d);
+        estimate.charge(d.text.size() + d.token_ids.size() * per_token);
+      }
     };
     if (!co_await streams.run(ex, on_batch, nullptr)) {
       ex.abandon();
       co_return;
     }
     if (!error.empty()) bad_request(error);
-    Json out_choices = Json::array();
-    for (size_t c = 0; c < choices.size(); ++c) {
-      ChoiceState& ch = choices[c];
-      completion_tokens += static_cast<int64_t>(ch.token_ids.size());
-      Json logprobs = nullptr;
-      if (req.logprobs) {
-        logprobs = Json{{"content", chat_logprobs_content(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
-                                                          req.top_logprobs)}};
+    for (const ChoiceState& ch : choices) completion_tokens += static_cast<int64_t>(ch.token_ids.size());
+    // Assembled on a worker, piece by piece.
+    std::string reply = co_await workers_.run([&] {
+      ReplyBudget budget(config_.max_response_bytes);
+      std::string out = dump(Json{{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model}});
+      out.pop_back();  // the closing brace: the choices follow
+      budget.append(&out, ",\"choices\":[");
+      for (size_t c = 0; c < choices.size(); ++c) {
+        ChoiceState& ch = choices[c];
+        Json logprobs = nullptr;
+        if (req.logprobs) {
+          logprobs = Json{{"content", chat_logprobs_content(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
+                                                            req.top_logprobs)}};
+        }
+        if (c > 0) budget.append(&out, ",");
+        budget.append(&out, dump(Json{{"index", c},
+                                      {"message", Json{{"role", "assistant"},
+                                                       {"content", std::move(ch.text)},
+                                                       {"tool_calls", Json::array()}}},
+                                      {"logprobs", std::move(logprobs)},
+                                      {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+                                      {"stop_reason", ch.stop_reason}}));
       }
-      out_choices.push_back(Json{{"index", c},
-                                 {"message", Json{{"role", "assistant"},
-                                                  {"content", std::move(ch.text)},
-                                                  {"tool_calls", Json::array()}}},
-                                 {"logprobs", std::move(logprobs)},
-                                 {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                                 {"stop_reason", ch.stop_reason}});
-    }
-    Json response = {{"id", id},
-                     {"object", "chat.completion"},
-                     {"created", created},
-                     {"model", model},
-                     {"choices", std::move(out_choices)},
-                     {"usage", usage()}};
-    if (req.prompt_logprobs >= 0) {
-      response["prompt_logprobs"] = prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks);
-    }
-    co_await respond_json(ex, response);
+      budget.append(&out, "],\"usage\":");
+      budget.append(&out, dump(usage()));
+      if (req.prompt_logprobs >= 0) {
+        budget.append(&out, ",\"prompt_logprobs\":");
+        budget.append(&out, dump(prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks)));
+      }
+      out += '}';
+      return out;
+    });
+    co_await ex.respond(http::status::ok, "application/json", std::move(reply));
     co_return;
   }
 

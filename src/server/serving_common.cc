@@ -1,7 +1,10 @@
 #include "server/serving_common.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
+
+#include "server/openai_protocol.h"
 
 namespace tessera::server {
 
@@ -38,6 +41,26 @@ net::awaitable<bool> StreamSet::run(HttpExchange& ex, const std::function<void(s
     co_await ex.wait(0.5);
   }
   co_return true;
+}
+
+void ReplyBudget::charge(size_t bytes) {
+  used_ += bytes;
+  if (used_ > limit_) {
+    bad_request("the response would be larger than this server's limit of " + std::to_string(limit_) +
+                " bytes (--max-response-bytes): ask for fewer choices, prompts or logprobs, or stream it");
+  }
+}
+
+size_t min_prompt_logprob_bytes(int64_t k) {
+  // "1":{"logprob":-1.0,"rank":1,"decoded_token":""} and a separator: 47 bytes at least.
+  constexpr size_t kMinEntryBytes = 40;
+  return kMinEntryBytes * static_cast<size_t>(std::max<int64_t>(k, 1));
+}
+
+size_t utf8_length(std::string_view text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;  // every byte but continuation bytes
+  return n;
 }
 
 std::string random_id(const char* prefix) {
@@ -113,7 +136,7 @@ Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int3
   for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
     std::string text = token_text(tok, ids[i]);
     offsets.push_back(offset);
-    offset += text.size();
+    offset += utf8_length(text);
     tokens.push_back(std::move(text));
     token_logprobs.push_back(logprobs[i]);
     Json alternatives = Json::object();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,32 @@ class StreamSet {
   std::vector<bool> finished_;
 };
 
+// What an unstreamed reply may take: charged with lower bounds while the request is
+// checked and as tokens arrive (so an oversized reply is refused before it is built), then
+// with the bytes of the reply as it is assembled. Throws a 400 ApiError past the limit.
+class ReplyBudget {
+ public:
+  explicit ReplyBudget(size_t limit) : limit_(limit) {}
+  void charge(size_t bytes);
+  // Appends piece to *out, charged.
+  void append(std::string* out, std::string_view piece) {
+    charge(piece.size());
+    out->append(piece);
+  }
+  size_t used() const { return used_; }
+
+ private:
+  size_t limit_;
+  size_t used_ = 0;
+};
+
+// Fewest bytes a prompt position of prompt_logprobs with k alternatives takes in a reply
+// ({"<id>": {"logprob", "rank", "decoded_token"}} for max(k, 1) entries or more).
+size_t min_prompt_logprob_bytes(int64_t k);
+
+// Characters (code points) of UTF-8 text: OpenAI's text_offset counts these, not bytes.
+size_t utf8_length(std::string_view text);
+
 // "cmpl-<32 hex digits>" and the like.
 std::string random_id(const char* prefix);
 int64_t unix_time();
@@ -80,7 +107,7 @@ struct ChoiceState {
 Json stop_reason_json(const CompletionDelta& d);
 
 // Completions-API logprobs ({tokens, token_logprobs, top_logprobs, text_offset}) of tokens
-// [0, n), k alternatives each; offset0 is the text offset of the first token.
+// [0, n), k alternatives each; offset0 is the text offset (in characters) of the first token.
 Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
                          const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top,
                          int64_t k, size_t offset0);

@@ -5,35 +5,69 @@
 
 namespace tessera::server {
 
+namespace {
+
+// A request checked and tokenized, ready for the engine.
+struct PreparedCompletion {
+  CompletionRequest req;
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<SamplingParams> params;
+  std::vector<std::string> prompt_texts;  // echo: what each choice's text starts with
+};
+
+// Fewest reply bytes one generated token adds beyond its text: its entries in tokens,
+// token_logprobs, top_logprobs (alternatives with equal text collapse into one) and
+// text_offset, when logprobs are asked for.
+constexpr size_t kMinLogprobTokenBytes = 18;
+
+}  // namespace
+
 net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
-  const Json body = parse_json_body(ex.request().body());
-  CompletionRequest req = parse_completion_request(body, config_.sampling_defaults);
-  check_model(req.model);
-  resolve_bad_words(&req.params);
+  // Everything is checked before the first request starts; parsing and tokenizing (seconds
+  // for a long prompt) run on a worker.
+  PreparedCompletion prep = co_await workers_.run([&] {
+    PreparedCompletion p;
+    p.req = parse_completion_request(parse_json_body(ex.request().body()), config_.sampling_defaults);
+    CompletionRequest& req = p.req;
+    check_model(req.model);
+    check_priority(req.priority);
+    check_request_seqs(req.prompts.size(), req.params.n);
+    resolve_bad_words(&req.params);
+    const size_t num_prompts = req.prompts.size();
+    p.prompt_ids.resize(num_prompts);
+    p.params.assign(num_prompts, req.params);
+    p.prompt_texts.resize(num_prompts);
+    ReplyBudget budget(config_.max_response_bytes);  // the parts the request fixes
+    for (size_t i = 0; i < num_prompts; ++i) {
+      PromptSpec& spec = req.prompts[i];
+      std::vector<int32_t>& ids = p.prompt_ids[i];
+      ids = spec.text ? encode(*spec.text, req.add_special_tokens, "prompt") : std::move(spec.token_ids);
+      const bool truncated = truncate_prompt(&ids, req.truncate_prompt_tokens);
+      fit_max_tokens(ids.size(), req.max_tokens_given, &p.params[i]);
+      if (Status s = engine_.validate(ids, p.params[i]); !s.ok()) bad_request(s.message());
+      if (req.echo && spec.text && !truncated) p.prompt_texts[i] = *spec.text;
+      if (req.echo && (!spec.text || truncated) && tok_ != nullptr) {
+        auto text = tok_->decode(ids, /*skip_special_tokens=*/false);
+        if (text.ok()) p.prompt_texts[i] = std::move(*text);
+      }
+      const size_t n = static_cast<size_t>(req.params.n);
+      if (req.prompt_logprobs >= 0) budget.charge(n * (ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs));
+      if (req.echo) budget.charge(n * p.prompt_texts[i].size());
+      if (req.echo && req.logprobs >= 0) budget.charge(n * ids.size() * kMinLogprobTokenBytes);
+    }
+    return p;
+  });
+  CompletionRequest& req = prep.req;
+  const std::vector<std::vector<int32_t>>& prompt_ids = prep.prompt_ids;
+  const std::vector<std::string>& prompt_texts = prep.prompt_texts;
   const size_t num_prompts = req.prompts.size();
   const int64_t n = req.params.n;
-  // Tokenize and check everything before the first request starts.
-  std::vector<std::vector<int32_t>> prompt_ids(num_prompts);
-  std::vector<SamplingParams> params(num_prompts, req.params);
-  std::vector<std::string> prompt_texts(num_prompts);
-  for (size_t i = 0; i < num_prompts; ++i) {
-    PromptSpec& p = req.prompts[i];
-    prompt_ids[i] = p.text ? encode(*p.text, req.add_special_tokens, "prompt") : std::move(p.token_ids);
-    const bool truncated = truncate_prompt(&prompt_ids[i], req.truncate_prompt_tokens);
-    fit_max_tokens(prompt_ids[i].size(), req.max_tokens_given, &params[i]);
-    if (Status s = engine_.validate(prompt_ids[i], params[i]); !s.ok()) bad_request(s.message());
-    if (req.echo && p.text && !truncated) prompt_texts[i] = *p.text;
-    if (req.echo && (!p.text || truncated) && tok_ != nullptr) {
-      auto text = tok_->decode(prompt_ids[i], /*skip_special_tokens=*/false);
-      if (text.ok()) prompt_texts[i] = std::move(*text);
-    }
-  }
-  check_capacity(num_prompts);
+  check_capacity(num_prompts * static_cast<size_t>(n));
 
   StreamSet streams(engine_);
   const std::function<void()> wake = ex.waker();
   for (size_t i = 0; i < num_prompts; ++i) {
-    streams.add(engine_.add_request(GenerateRequest{prompt_ids[i], params[i], req.priority, wake}));
+    streams.add(engine_.add_request(GenerateRequest{prompt_ids[i], prep.params[i], req.priority, wake}));
   }
   const std::string id = random_id("cmpl-");
   const int64_t created = unix_time();
@@ -56,79 +90,98 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     std::vector<ChoiceState> choices(num_prompts * static_cast<size_t>(n));
     std::vector<std::vector<PositionLogprobs>> prompt_logprobs(num_prompts);
     std::vector<std::vector<int32_t>> prompt_ranks(num_prompts);
+    // Refuses a reply that outgrows the limit as its tokens arrive, before it is built.
+    ReplyBudget estimate(config_.max_response_bytes);
     auto on_batch = [&](size_t i, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
       cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs[i].push_back(std::move(lp));
       prompt_ranks[i].insert(prompt_ranks[i].end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
-      for (const CompletionDelta& d : b.deltas) choices[i * n + d.index].append(d);
+      for (const CompletionDelta& d : b.deltas) {
+        choices[i * n + d.index].append(d);
+        estimate.charge(d.text.size() + (req.logprobs >= 0 ? d.token_ids.size() * kMinLogprobTokenBytes : 0));
+      }
     };
     if (!co_await streams.run(ex, on_batch, nullptr)) {
       ex.abandon();
       co_return;
     }
     if (!error.empty()) bad_request(error);
-    Json out_choices = Json::array();
-    for (size_t c = 0; c < choices.size(); ++c) {
-      ChoiceState& ch = choices[c];
-      const size_t i = c / static_cast<size_t>(n);
-      completion_tokens += static_cast<int64_t>(ch.token_ids.size());
-      Json logprobs = nullptr;
-      std::string text = ch.text;
-      if (req.echo) text = prompt_texts[i] + text;
-      if (req.logprobs >= 0) {
-        if (req.echo) {
-          // Prompt tokens first; nothing predicts the first, so its logprob is null.
-          const auto& pl = prompt_logprobs[i];
-          std::vector<int32_t> ids = prompt_ids[i];
-          std::vector<float> lps;
-          std::vector<PositionLogprobs> tops;
-          for (size_t t = 0; t < ids.size(); ++t) {
-            const PositionLogprobs* p = t < pl.size() ? &pl[t] : nullptr;
-            float lp = 0.0f;
-            if (p != nullptr) {
-              for (const auto& [tid, v] : *p) {
-                if (tid == ids[t]) lp = v;
-              }
-            }
-            lps.push_back(lp);
-            tops.push_back(p ? *p : PositionLogprobs{});
-          }
-          ids.insert(ids.end(), ch.token_ids.begin(), ch.token_ids.end());
-          lps.insert(lps.end(), ch.token_logprobs.begin(), ch.token_logprobs.end());
-          tops.insert(tops.end(), ch.top_logprobs.begin(), ch.top_logprobs.end());
-          logprobs = completion_logprobs(tok_, ids, lps, tops, k, 0);
-          if (!logprobs["token_logprobs"].empty()) {
-            logprobs["token_logprobs"][0] = nullptr;
-            logprobs["top_logprobs"][0] = nullptr;
-          }
-        } else {
-          logprobs = completion_logprobs(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
+    for (const ChoiceState& ch : choices) completion_tokens += static_cast<int64_t>(ch.token_ids.size());
+    // Assembled on a worker, piece by piece; each prompt's prompt_logprobs serialized once.
+    std::string reply = co_await workers_.run([&] {
+      ReplyBudget budget(config_.max_response_bytes);
+      std::vector<std::string> shared_prompt_logprobs(num_prompts);
+      if (req.prompt_logprobs >= 0) {
+        for (size_t i = 0; i < num_prompts; ++i) {
+          shared_prompt_logprobs[i] = dump(prompt_logprobs_json(tok_, prompt_ids[i], prompt_logprobs[i], prompt_ranks[i]));
+          budget.charge(shared_prompt_logprobs[i].size() * static_cast<size_t>(n));
         }
       }
-      Json choice = {{"index", c},
-                     {"text", std::move(text)},
-                     {"logprobs", std::move(logprobs)},
-                     {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                     {"stop_reason", ch.stop_reason}};
-      if (req.prompt_logprobs >= 0) {
-        choice["prompt_logprobs"] = prompt_logprobs_json(tok_, prompt_ids[i], prompt_logprobs[i], prompt_ranks[i]);
+      std::string out = dump(Json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}});
+      out.pop_back();  // the closing brace: the choices follow
+      budget.append(&out, ",\"choices\":[");
+      for (size_t c = 0; c < choices.size(); ++c) {
+        ChoiceState& ch = choices[c];
+        const size_t i = c / static_cast<size_t>(n);
+        Json logprobs = nullptr;
+        std::string text = req.echo ? prompt_texts[i] + ch.text : std::move(ch.text);
+        if (req.logprobs >= 0) {
+          if (req.echo) {
+            // Prompt tokens first; nothing predicts the first, so its logprob is null.
+            const auto& pl = prompt_logprobs[i];
+            std::vector<int32_t> ids = prompt_ids[i];
+            std::vector<float> lps;
+            std::vector<PositionLogprobs> tops;
+            for (size_t t = 0; t < ids.size(); ++t) {
+              const PositionLogprobs* p = t < pl.size() ? &pl[t] : nullptr;
+              float lp = 0.0f;
+              if (p != nullptr) {
+                for (const auto& [tid, v] : *p) {
+                  if (tid == ids[t]) lp = v;
+                }
+              }
+              lps.push_back(lp);
+              tops.push_back(p ? *p : PositionLogprobs{});
+            }
+            ids.insert(ids.end(), ch.token_ids.begin(), ch.token_ids.end());
+            lps.insert(lps.end(), ch.token_logprobs.begin(), ch.token_logprobs.end());
+            tops.insert(tops.end(), ch.top_logprobs.begin(), ch.top_logprobs.end());
+            logprobs = completion_logprobs(tok_, ids, lps, tops, k, 0);
+            if (!logprobs["token_logprobs"].empty()) {
+              logprobs["token_logprobs"][0] = nullptr;
+              logprobs["top_logprobs"][0] = nullptr;
+            }
+          } else {
+            logprobs = completion_logprobs(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
+          }
+        }
+        std::string choice = dump(Json{{"index", c},
+                                       {"text", std::move(text)},
+                                       {"logprobs", std::move(logprobs)},
+                                       {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+                                       {"stop_reason", ch.stop_reason}});
+        if (req.prompt_logprobs >= 0) {
+          choice.pop_back();
+          choice += ",\"prompt_logprobs\":";
+          choice += shared_prompt_logprobs[i];
+          choice += '}';
+        }
+        if (c > 0) budget.append(&out, ",");
+        budget.append(&out, choice);
       }
-      out_choices.push_back(std::move(choice));
-    }
-    const Json response = {{"id", id},
-                           {"object", "text_completion"},
-                           {"created", created},
-                           {"model", model},
-                           {"choices", std::move(out_choices)},
-                           {"usage", usage()}};
-    co_await respond_json(ex, response);
+      budget.append(&out, "],\"usage\":");
+      budget.append(&out, dump(usage()));
+      out += '}';
+      return out;
+    });
+    co_await ex.respond(http::status::ok, "application/json", std::move(reply));
     co_return;
   }
 
   if (!co_await ex.start_stream("text/event-stream")) co_return;
   std::string out;
-  std::vector<size_t> text_offset(num_prompts * static_cast<size_t>(n), 0);
+  std::vector<size_t> text_offset(num_prompts * static_cast<size_t>(n), 0);  // characters so far
   std::vector<int64_t> choice_tokens(num_prompts * static_cast<size_t>(n), 0);  // generated so far
   auto event = [&](size_t choice, std::string text, Json logprobs, Json finish, Json stop_reason) {
     Json chunk = {{"id", id},
@@ -151,7 +204,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   if (req.echo) {
     for (size_t c = 0; c < text_offset.size(); ++c) {
       const std::string& prompt = prompt_texts[c / static_cast<size_t>(n)];
-      text_offset[c] = prompt.size();
+      text_offset[c] = utf8_length(prompt);
       event(c, prompt, nullptr, nullptr, nullptr);
     }
   }
@@ -169,7 +222,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       if (req.logprobs >= 0) {
         logprobs = completion_logprobs(tok_, d.token_ids, d.token_logprobs, d.top_logprobs, k, text_offset[c]);
       }
-      text_offset[c] += d.text.size();
+      text_offset[c] += utf8_length(d.text);
       const bool last = !d.finish_reason.empty();
       if (d.text.empty() && !last && d.token_ids.empty()) continue;
       event(c, d.text, std::move(logprobs), last ? Json(d.finish_reason) : Json(),

@@ -280,10 +280,13 @@ class ApiKeyTest(unittest.TestCase):
                                            headers={"Authorization": "Bearer " + self.KEY})
         self.assertEqual(status, 200)
 
-    def test_health_without_key(self):
-        status, _, payload = self.server.request("GET", "/health")
-        self.assertEqual(status, 200)
-        self.assertEqual(payload, b"")
+    def test_health_and_ping_without_key(self):
+        # Liveness probes alike: neither needs the key (load balancers poll them).
+        for method, path in (("GET", "/health"), ("GET", "/ping"), ("POST", "/ping")):
+            with self.subTest(method=method, path=path):
+                status, _, payload = self.server.request(method, path)
+                self.assertEqual(status, 200, payload[:300])
+                self.assertEqual(payload, b"")
 
 
 if __name__ == "__main__":
