@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "engine/bad_words.h"
+#include "server/chat_prompt.h"
 #include "server/prometheus.h"
 #include "server/serving_common.h"
 
@@ -160,26 +161,12 @@ std::string ApiServer::render_chat(const Json& messages, const Json& tools, cons
     tmpl = own.get();
   }
   if (tmpl == nullptr) bad_request("this model has no chat template; start the server with --chat-template", "messages");
-  Json context = Json::object();
-  for (const auto& [k, v] : kwargs.items()) context[k] = v;
-  context["messages"] = messages;
-  context["add_generation_prompt"] = add_generation_prompt;
-  if (!tools.is_null()) context["tools"] = tools;
-  jinja::RenderOptions options;
-  options.limits.max_output_bytes = config_.max_rendered_prompt_bytes;
-  options.limits.max_string_bytes = config_.max_rendered_prompt_bytes;
-  options.limits.max_steps = config_.max_render_steps;
-  auto text = tmpl->render(context, options);
+  jinja::RenderLimits limits;
+  limits.max_output_bytes = config_.max_rendered_prompt_bytes;
+  limits.max_string_bytes = config_.max_rendered_prompt_bytes;
+  limits.max_steps = config_.max_render_steps;
+  auto text = render_chat_prompt(*tmpl, messages, tools, kwargs, add_generation_prompt, continue_final_message, limits);
   if (!text.ok()) bad_request("the chat template failed: " + text.error(), "messages");
-  if (continue_final_message) {
-    // As transformers: end the prompt right after the final message's content.
-    const Json& last = messages.back();
-    if (last.contains("content") && last["content"].is_string()) {
-      const std::string content = last["content"].get<std::string>();
-      const size_t at = text->rfind(content);
-      if (!content.empty() && at != std::string::npos) text->resize(at + content.size());
-    }
-  }
   return std::move(*text);
 }
 
