@@ -17,7 +17,7 @@ struct PreparedChat {
 // Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob",
 // "bytes", "top_logprobs"}), and of each alternative in it.
 constexpr size_t kMinChatLogprobBytes = 50;
-constexpr size_t kMinChatAlternativeBytes = 38;
+constexpr size_t kMinChatAlternativeBytes = 36;
 
 }  // namespace
 

@@ -18,7 +18,7 @@ struct PreparedCompletion {
 // Fewest reply bytes one generated token adds beyond its text: its entries in tokens,
 // token_logprobs, top_logprobs (alternatives with equal text collapse into one) and
 // text_offset, when logprobs are asked for.
-constexpr size_t kMinLogprobTokenBytes = 18;
+constexpr size_t kMinLogprobTokenBytes = 12;
 
 }  // namespace
 
