@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,11 +17,8 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <nlohmann/json.hpp>
 
@@ -40,6 +38,31 @@ struct WakeState {
   net::steady_timer timer;
   std::atomic<bool> notified{false};
 };
+
+// Answers a request the reader refused, and closes. The client may still be sending (a body
+// behind a refused head): closing with unread input makes the kernel send a reset, which can
+// destroy the answer before the client reads it, so after our FIN the rest of its input is
+// read and dropped for a short while (a lingering close, bounded in time and bytes).
+net::awaitable<void> refuse(beast::tcp_stream& stream, const HttpRefusal& refusal, double write_timeout) {
+  http::response<http::string_body> res{refusal.status, 11};
+  res.set(http::field::server, "tessera");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(false);
+  res.body() = error_body(refusal.status, refusal.message);
+  res.prepare_payload();
+  beast::error_code ec;
+  stream.expires_after(to_duration(write_timeout));
+  co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+  if (ec) co_return;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  stream.expires_after(to_duration(std::min(write_timeout, 2.0)));
+  std::vector<char> scratch(16384);
+  for (size_t drained = 0; drained < (size_t{32} << 20);) {
+    drained += co_await stream.async_read_some(net::buffer(scratch), net::redirect_error(net::use_awaitable, ec));
+    if (ec) break;
+  }
+  stream.expires_never();
+}
 
 }  // namespace
 
@@ -75,6 +98,7 @@ struct HttpExchange::Impl {
   bool responded = false;  // a response (or a stream's header) went out
   bool failed = false;     // a write failed: the connection is done
 };
+
 
 const HttpRequest& HttpExchange::request() const { return impl_.request; }
 
@@ -228,57 +252,46 @@ void HttpServer::start_session(tcp::socket socket) {
 
 net::awaitable<void> HttpServer::session(tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
+  HttpReaderOptions reader_options;
+  reader_options.max_header_bytes = options_.max_header_bytes;
+  reader_options.max_body_bytes = options_.max_body_bytes;
+  HttpRequestReader reader(std::move(reader_options));
   auto wake = std::make_shared<WakeState>(stream.get_executor());
   for (;;) {
     beast::error_code ec;
-    if (buffer.size() == 0) {
+    if (reader.buffered() == 0) {
       // Idle between requests: wait for the first byte of the next one.
       stream.expires_after(to_duration(options_.keep_alive_timeout));
-      const size_t n = co_await stream.async_read_some(buffer.prepare(4096), net::redirect_error(net::use_awaitable, ec));
+      const size_t n = co_await stream.async_read_some(reader.prepare(4096), net::redirect_error(net::use_awaitable, ec));
       if (ec) break;
-      buffer.commit(n);
+      reader.commit(n);
     }
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(options_.max_body_bytes);
-    parser.header_limit(static_cast<uint32_t>(options_.max_header_bytes));
+    // The bytes go through the same reader as in parse_http_stream() (the fuzzer's path).
     stream.expires_after(to_duration(options_.request_timeout));
-    co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-    if (!ec && !parser.is_done()) {
-      // curl sends "Expect: 100-continue" with bodies over 1 KiB and waits a second for it.
-      auto expect = parser.get().find(http::field::expect);
-      if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+    HttpRequestReader::Event event;
+    for (;;) {
+      event = reader.parse();
+      if (event == HttpRequestReader::Event::need_more) {
+        const size_t n =
+            co_await stream.async_read_some(reader.prepare(64u << 10), net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
+        reader.commit(n);
+      } else if (event == HttpRequestReader::Event::expect_continue) {
         http::response<http::empty_body> cont{http::status::continue_, 11};
         co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
-      }
-      if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-    }
-    stream.expires_never();
-    if (ec) {
-      // A timeout has closed the socket; a closed peer needs no answer.
-      if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
-          ec == net::error::connection_reset) {
+        if (ec) break;
+      } else {
         break;
       }
-      http::status status = http::status::bad_request;
-      std::string message = "malformed HTTP request: " + ec.message();
-      if (ec == http::error::body_limit) {
-        status = http::status::payload_too_large;
-        message = "request body is larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes";
-      } else if (ec == http::error::header_limit) {
-        status = http::status::request_header_fields_too_large;
-        message = "request headers are larger than the limit of " + std::to_string(options_.max_header_bytes) + " bytes";
-      }
-      http::response<http::string_body> res{status, 11};
-      res.set(http::field::content_type, "application/json");
-      res.keep_alive(false);
-      res.body() = error_body(status, message);
-      res.prepare_payload();
-      stream.expires_after(to_duration(options_.request_timeout));
-      co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+    }
+    stream.expires_never();
+    // A timeout has closed the socket; a client that left mid-request needs no answer.
+    if (ec) break;
+    if (event == HttpRequestReader::Event::error) {
+      co_await refuse(stream, reader.refusal(), options_.request_timeout);
       break;
     }
-    HttpRequest request = parser.release();
+    HttpRequest request = reader.take_request();
     HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && accepting_.load(), wake};
     HttpExchange exchange(impl);
     active_.fetch_add(1);

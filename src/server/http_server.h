@@ -1,5 +1,6 @@
 // HTTP/1.1 transport on Boost.Beast with C++20 coroutines: keep-alive, chunked streaming
-// responses, body and header size limits, timeouts for slow or idle clients. Routes see one
+// responses, limits on every part of a request (http_request_reader.h), framing and Host
+// rules (http_policy.h), timeouts for slow or idle clients. Routes see one
 // HttpExchange per request; everything of one connection runs on its own strand.
 #pragma once
 
@@ -18,6 +19,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "server/http_request_reader.h"
+
 namespace tessera::server {
 
 namespace net = boost::asio;
@@ -33,8 +36,6 @@ struct HttpServerOptions {
   double keep_alive_timeout = 30.0;  // seconds an idle connection waits for its next request
   int threads = 1;
 };
-
-using HttpRequest = http::request<http::string_body>;
 
 // One request and its response. A handler answers once with respond(), or streams:
 // start_stream(), write() any number of times, end_stream(). Writes return false once the
