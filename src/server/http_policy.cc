@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/asio/ip/address.hpp>
+
 namespace tessera::server {
 
 namespace {
@@ -43,6 +45,23 @@ bool valid_host(std::string_view host) {
   });
 }
 
+// Names that DNS cannot point elsewhere: an IP literal or localhost (browsers resolve
+// localhost to loopback themselves).
+bool is_fixed_host(std::string_view authority) {
+  std::string_view name;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    name = authority.substr(1, close - 1);
+  } else {
+    name = authority.substr(0, authority.find(':'));
+  }
+  if (iequals(name, "localhost")) return true;
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(std::string(name), ec);
+  return !ec;
+}
+
 }  // namespace
 
 std::optional<HttpRefusal> check_framing(const http::request_header<>& head, const HttpHeadFacts& facts) {
@@ -64,6 +83,50 @@ std::optional<HttpRefusal> check_framing(const http::request_header<>& head, con
   if (facts.host_fields == 0 && head.version() >= 11) return bad("an HTTP/1.1 request without Host");
   if (facts.host_fields == 1 && !valid_host(sv(head[http::field::host]))) {
     return bad("invalid Host " + quote(sv(head[http::field::host])));
+  }
+  return std::nullopt;
+}
+
+bool origin_allowed(std::string_view origin, std::string_view host, const std::vector<std::string>& allowed_origins) {
+  origin = trim(origin);
+  for (const std::string& entry : allowed_origins) {
+    std::string_view e = trim(entry);
+    if (e == "*") return true;
+    if (!e.empty() && e.back() == '/') e.remove_suffix(1);
+    if (!e.empty() && iequals(e, origin)) return true;
+  }
+  const size_t sep = origin.find("://");
+  if (sep == std::string_view::npos) return false;  // "null" (sandboxed pages, file://) among others
+  const std::string_view scheme = origin.substr(0, sep);
+  if (!iequals(scheme, "http") && !iequals(scheme, "https")) return false;
+  const std::string_view authority = origin.substr(sep + 3);
+  return !authority.empty() && iequals(authority, trim(host)) && is_fixed_host(authority);
+}
+
+bool is_json_media_type(std::string_view content_type) {
+  return iequals(trim(content_type.substr(0, content_type.find(';'))), "application/json");
+}
+
+std::optional<HttpRefusal> check_origin_and_content_type(const http::request_header<>& head, const HttpHeadFacts& facts,
+                                                         bool has_body,
+                                                         const std::vector<std::string>& allowed_origins) {
+  if (facts.origin_fields > 1) return HttpRefusal{http::status::forbidden, "more than one Origin"};
+  if (facts.origin_fields == 1) {
+    const std::string_view origin = sv(head[http::field::origin]);
+    if (!origin_allowed(origin, sv(head[http::field::host]), allowed_origins)) {
+      return HttpRefusal{http::status::forbidden,
+                         "requests from the web origin " + quote(trim(origin)) +
+                             " are not allowed (the server's --allowed-origins)"};
+    }
+  }
+  if (has_body) {
+    const std::string_view type = sv(head[http::field::content_type]);
+    if (facts.content_type_fields != 1 || !is_json_media_type(type)) {
+      return HttpRefusal{http::status::unsupported_media_type,
+                         facts.content_type_fields == 0
+                             ? std::string("a request body needs Content-Type: application/json")
+                             : "request bodies must be application/json, not " + quote(type)};
+    }
   }
   return std::nullopt;
 }

@@ -181,6 +181,11 @@ HttpRequestReader::Event HttpRequestReader::check_head() {
   }
   const HttpRequest& m = parser_->message;
   if (auto refusal = check_framing(m.base(), parser_->facts)) return fail(refusal->status, std::move(refusal->message));
+  const auto length = parser_->content_length();
+  const bool has_body = parser_->chunked() || (length && *length > 0);
+  if (auto refusal = check_origin_and_content_type(m.base(), parser_->facts, has_body, options_.allowed_origins)) {
+    return fail(refusal->status, std::move(refusal->message));
+  }
   // curl sends "Expect: 100-continue" with bodies over 1 KiB and waits a second for it.
   if (!parser_->is_done() && m.version() >= 11 && iequals(find_view(m, http::field::expect), "100-continue")) {
     return Event::expect_continue;

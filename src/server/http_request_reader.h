@@ -31,6 +31,7 @@ struct HttpReaderOptions {
   size_t max_body_bytes = 8u << 20;     // after removing chunked framing
   size_t max_header_fields = 1000;
   size_t max_chunk_extension_bytes = 4096;  // all chunk extensions of one request together
+  std::vector<std::string> allowed_origins;  // see origin_allowed()
 };
 
 // Longest chunk line (size and extensions) that can be waited for.

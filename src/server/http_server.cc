@@ -70,10 +70,12 @@ const char* error_type(http::status status) {
   switch (status) {
     case http::status::bad_request: return "BadRequestError";
     case http::status::unauthorized: return "AuthenticationError";
+    case http::status::forbidden: return "PermissionDeniedError";
     case http::status::not_found: return "NotFoundError";
     case http::status::method_not_allowed: return "MethodNotAllowed";
     case http::status::request_timeout: return "RequestTimeout";
     case http::status::payload_too_large: return "RequestTooLarge";
+    case http::status::unsupported_media_type: return "UnsupportedMediaTypeError";
     case http::status::request_header_fields_too_large: return "RequestHeaderFieldsTooLarge";
     case http::status::too_many_requests: return "RateLimitError";
     case http::status::service_unavailable: return "ServiceUnavailableError";
@@ -255,6 +257,7 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
   HttpReaderOptions reader_options;
   reader_options.max_header_bytes = options_.max_header_bytes;
   reader_options.max_body_bytes = options_.max_body_bytes;
+  reader_options.allowed_origins = options_.allowed_origins;
   HttpRequestReader reader(std::move(reader_options));
   auto wake = std::make_shared<WakeState>(stream.get_executor());
   for (;;) {

@@ -1,6 +1,6 @@
 // HTTP/1.1 transport on Boost.Beast with C++20 coroutines: keep-alive, chunked streaming
-// responses, limits on every part of a request (http_request_reader.h), framing and Host
-// rules (http_policy.h), timeouts for slow or idle clients. Routes see one
+// responses, limits on every part of a request (http_request_reader.h), the Origin and
+// Content-Type policy (http_policy.h), timeouts for slow or idle clients. Routes see one
 // HttpExchange per request; everything of one connection runs on its own strand.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without it
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -35,6 +36,9 @@ struct HttpServerOptions {
   double request_timeout = 60.0;   // seconds for a whole request to arrive, and per write
   double keep_alive_timeout = 30.0;  // seconds an idle connection waits for its next request
   int threads = 1;
+  // Web origins ("https://app.example.com") whose pages may call the API; "*": any. Requests
+  // with another Origin get 403 (see origin_allowed()).
+  std::vector<std::string> allowed_origins;
 };
 
 // One request and its response. A handler answers once with respond(), or streams:
