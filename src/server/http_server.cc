@@ -6,12 +6,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/strand.hpp>
@@ -37,6 +37,26 @@ struct WakeState {
   explicit WakeState(net::any_io_executor ex) : timer(ex) {}
   net::steady_timer timer;
   std::atomic<bool> notified{false};
+};
+
+void log_exception(const char* where, std::exception_ptr error) {
+  if (!error) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: %s ended by an exception: %s\n", where, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tessera: %s ended by an exception of unknown type\n", where);
+  }
+}
+
+// Counts a request as active for its handler's lifetime, exceptions included.
+struct ActiveGuard {
+  explicit ActiveGuard(std::atomic<size_t>& n) : count(n) { count.fetch_add(1); }
+  ~ActiveGuard() { count.fetch_sub(1); }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+  std::atomic<size_t>& count;
 };
 
 // Answers a request the reader refused, and closes. The client may still be sending (a body
@@ -200,15 +220,36 @@ uint16_t HttpServer::listen() {
   acceptor_.bind(endpoint);
   acceptor_.listen(net::socket_base::max_listen_connections);
   acceptor_.non_blocking(true);
-  net::co_spawn(ioc_, accept_loop(), net::detached);
+  start_accept_loop();
   return acceptor_.local_endpoint().port();
+}
+
+void HttpServer::start_accept_loop() {
+  net::co_spawn(ioc_, accept_loop(), [this](std::exception_ptr e) {
+    if (!e) return;
+    log_exception("the accept loop", e);
+    if (acceptor_.is_open()) start_accept_loop();  // the server keeps accepting
+  });
 }
 
 void HttpServer::run() {
   std::vector<std::thread> extra;
-  for (int i = 1; i < options_.threads; ++i) extra.emplace_back([this] { ioc_.run(); });
-  ioc_.run();
+  for (int i = 1; i < options_.threads; ++i) extra.emplace_back([this] { run_io(); });
+  run_io();
   for (auto& t : extra) t.join();
+}
+
+// A handler that throws propagates out of run(); the io_context stays usable, so the thread
+// logs and runs again instead of taking the process down. Returns after stop().
+void HttpServer::run_io() {
+  for (;;) {
+    try {
+      ioc_.run();
+      return;
+    } catch (...) {
+      log_exception("an HTTP handler", std::current_exception());
+    }
+  }
 }
 
 void HttpServer::stop_accepting() {
@@ -246,14 +287,32 @@ net::awaitable<void> HttpServer::accept_loop() {
 }
 
 void HttpServer::start_session(tcp::socket socket) {
-  beast::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
-  auto ex = socket.get_executor();
-  net::co_spawn(ex, session(std::move(socket)), net::detached);
+  try {
+    beast::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    auto ex = socket.get_executor();
+    net::co_spawn(ex, session(std::move(socket)), [](std::exception_ptr e) { log_exception("a connection", e); });
+  } catch (...) {  // out of memory for the coroutine: this connection closes, the loop goes on
+    log_exception("starting a connection", std::current_exception());
+  }
 }
 
+// Any exception in a connection ends that connection only.
 net::awaitable<void> HttpServer::session(tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
+  std::exception_ptr error;
+  try {
+    co_await serve(stream);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  log_exception("a connection", error);
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.close();
+}
+
+net::awaitable<void> HttpServer::serve(beast::tcp_stream& stream) {
   HttpReaderOptions reader_options;
   reader_options.max_header_bytes = options_.max_header_bytes;
   reader_options.max_body_bytes = options_.max_body_bytes;
@@ -266,7 +325,7 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
       // Idle between requests: wait for the first byte of the next one.
       stream.expires_after(to_duration(options_.keep_alive_timeout));
       const size_t n = co_await stream.async_read_some(reader.prepare(4096), net::redirect_error(net::use_awaitable, ec));
-      if (ec) break;
+      if (ec) co_return;
       reader.commit(n);
     }
     // The bytes go through the same reader as in parse_http_stream() (the fuzzer's path).
@@ -289,20 +348,23 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
     }
     stream.expires_never();
     // A timeout has closed the socket; a client that left mid-request needs no answer.
-    if (ec) break;
+    if (ec) co_return;
     if (event == HttpRequestReader::Event::error) {
       co_await refuse(stream, reader.refusal(), options_.request_timeout);
-      break;
+      co_return;
     }
     HttpRequest request = reader.take_request();
     HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && accepting_.load(), wake};
     HttpExchange exchange(impl);
-    active_.fetch_add(1);
+    ActiveGuard active(active_);
     std::string internal_error;
     try {
       co_await handler_(exchange);
     } catch (const std::exception& e) {
       internal_error = e.what();
+      if (internal_error.empty()) internal_error = "exception";
+    } catch (...) {
+      internal_error = "exception of unknown type";
     }
     if (!internal_error.empty() && impl.responded) impl.failed = true;  // mid-stream: drop the connection
     if (!impl.responded) {
@@ -311,12 +373,8 @@ net::awaitable<void> HttpServer::session(tcp::socket socket) {
       co_await exchange.respond(http::status::internal_server_error, "application/json",
                                 error_body(http::status::internal_server_error, internal_error));
     }
-    active_.fetch_sub(1);
-    if (impl.failed || !impl.keep_alive) break;
+    if (impl.failed || !impl.keep_alive) co_return;
   }
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream.close();
 }
 
 }  // namespace tessera::server

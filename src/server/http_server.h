@@ -1,7 +1,8 @@
 // HTTP/1.1 transport on Boost.Beast with C++20 coroutines: keep-alive, chunked streaming
 // responses, limits on every part of a request (http_request_reader.h), the Origin and
 // Content-Type policy (http_policy.h), timeouts for slow or idle clients. Routes see one
-// HttpExchange per request; everything of one connection runs on its own strand.
+// HttpExchange per request; everything of one connection runs on its own strand, and an
+// exception in a connection ends that connection only.
 #pragma once
 
 #include <atomic>
@@ -90,8 +91,11 @@ class HttpServer {
 
  private:
   net::awaitable<void> accept_loop();
+  void start_accept_loop();
   net::awaitable<void> session(net::ip::tcp::socket socket);
+  net::awaitable<void> serve(beast::tcp_stream& stream);
   void start_session(net::ip::tcp::socket socket);
+  void run_io();
 
   HttpServerOptions options_;
   HttpHandler handler_;
