@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -38,6 +40,9 @@ struct WakeState {
   net::steady_timer timer;
   std::atomic<bool> notified{false};
 };
+
+// An interim response that tells a half-closed client from a closed one (client_gone()).
+constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
 
 void log_exception(const char* where, std::exception_ptr error) {
   if (!error) return;
@@ -119,17 +124,43 @@ struct HttpExchange::Impl {
   std::shared_ptr<WakeState> wake;
   bool responded = false;  // a response (or a stream's header) went out
   bool failed = false;     // a write failed: the connection is done
+  bool gone = false;       // a socket error said the client is gone; kept once seen
+  bool peer_eof = false;   // the client sent its FIN: nothing more will come
+  bool more_buffered = false;  // the bytes of a next (pipelined) request are already here
+  size_t probe_sent = 0;   // bytes of kProbe written; a partial probe is finished first
 };
 
+namespace {
+
+// After the client's FIN, the connection lives on only for requests it already sent.
+bool keep_alive(const HttpExchange::Impl& impl) { return impl.keep_alive && (!impl.peer_eof || impl.more_buffered); }
+
+// A probe cut short by a full send buffer is completed before the response's first byte.
+net::awaitable<bool> finish_probe(HttpExchange::Impl& impl) {
+  if (impl.gone) impl.failed = true;
+  if (impl.failed) co_return false;
+  if (impl.probe_sent == 0 || impl.probe_sent >= kProbe.size()) co_return true;
+  beast::error_code ec;
+  impl.stream.expires_after(to_duration(impl.write_timeout));
+  co_await net::async_write(impl.stream, net::buffer(kProbe.substr(impl.probe_sent)),
+                            net::redirect_error(net::use_awaitable, ec));
+  impl.stream.expires_never();
+  impl.probe_sent = kProbe.size();
+  if (ec) impl.failed = true;
+  co_return !impl.failed;
+}
+
+}  // namespace
 
 const HttpRequest& HttpExchange::request() const { return impl_.request; }
 
 net::awaitable<void> HttpExchange::respond(http::status status, std::string_view content_type, std::string body) {
   impl_.responded = true;
+  if (!co_await finish_probe(impl_)) co_return;
   http::response<http::string_body> res{status, impl_.request.version()};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
-  res.keep_alive(impl_.keep_alive);
+  res.keep_alive(keep_alive(impl_));
   res.body() = std::move(body);
   res.prepare_payload();
   beast::error_code ec;
@@ -141,11 +172,12 @@ net::awaitable<void> HttpExchange::respond(http::status status, std::string_view
 
 net::awaitable<bool> HttpExchange::start_stream(std::string_view content_type) {
   impl_.responded = true;
+  if (!co_await finish_probe(impl_)) co_return false;
   http::response<http::empty_body> res{http::status::ok, impl_.request.version()};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
   res.set(http::field::cache_control, "no-cache");
-  res.keep_alive(impl_.keep_alive);
+  res.keep_alive(keep_alive(impl_));
   res.chunked(true);
   http::response_serializer<http::empty_body> sr{res};
   beast::error_code ec;
@@ -200,12 +232,45 @@ void HttpExchange::abandon() {
   impl_.failed = true;
 }
 
+// End of input is not disconnection: a client that sent its request and shut down its
+// sending side (shutdown(SHUT_WR), `nc -N`, some proxies) waits for the answer, and one that
+// closed its socket sent the same FIN. Only a write tells them apart: a closed socket answers
+// data with a reset. So on end of input, before any response byte, an HTTP/1.1 client gets
+// an interim "100 Continue" (RFC 9110 15.2: a client must parse 1xx responses it did not ask
+// for; HTTP/1.0 clients get none): a half-closed client skips it and later reads its
+// answer, a closed one resets the connection, which a later check finds in SO_ERROR or in
+// the socket's state (recv() after a FIN reports 0, not the reset). Once a response has
+// started, its writes fail when the client is gone.
 bool HttpExchange::client_gone() {
-  if (impl_.failed) return true;
+  if (impl_.failed || impl_.gone) return true;
+  const int fd = impl_.stream.socket().native_handle();
+  int error = 0;
+  socklen_t len = sizeof error;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error != 0) return impl_.gone = true;
   char c;
-  const ssize_t n = ::recv(impl_.stream.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return true;  // orderly close
-  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;  // more input (a pipelined request)
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    return impl_.gone = true;
+  }
+  impl_.peer_eof = true;
+  if (impl_.responded || impl_.request.version() < 11) return false;
+  if (impl_.probe_sent < kProbe.size()) {
+    const ssize_t w = ::send(fd, kProbe.data() + impl_.probe_sent, kProbe.size() - impl_.probe_sent,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) impl_.probe_sent += static_cast<size_t>(w);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return impl_.gone = true;
+    return false;
+  }
+#ifdef __linux__
+  tcp_info info{};
+  socklen_t info_len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) == 0 && info.tcpi_state == TCP_CLOSE) {
+    return impl_.gone = true;
+  }
+#endif
+  return false;
 }
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
@@ -355,6 +420,7 @@ net::awaitable<void> HttpServer::serve(beast::tcp_stream& stream) {
     }
     HttpRequest request = reader.take_request();
     HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && accepting_.load(), wake};
+    impl.more_buffered = reader.buffered() > 0;
     HttpExchange exchange(impl);
     ActiveGuard active(active_);
     std::string internal_error;
@@ -373,7 +439,8 @@ net::awaitable<void> HttpServer::serve(beast::tcp_stream& stream) {
       co_await exchange.respond(http::status::internal_server_error, "application/json",
                                 error_body(http::status::internal_server_error, internal_error));
     }
-    if (impl.failed || !impl.keep_alive) co_return;
+    // A client that sent its FIN gets the answers to what it sent, then the connection closes.
+    if (impl.failed || impl.gone || !keep_alive(impl)) co_return;
   }
 }
 

@@ -63,7 +63,9 @@ class HttpExchange {
   std::function<void()> waker();
   // Ends the exchange without a response and closes the connection (the client is gone).
   void abandon();
-  // True once the client has closed its side of the connection (checked without reading).
+  // True once the client is known to be gone (checked without reading or blocking). A client
+  // that only shut down its sending side (shutdown(SHUT_WR), `nc -N`) still waits for the
+  // answer and is not gone; a closed one is told apart by a probe (see the definition).
   bool client_gone();
 
  private:
