@@ -34,7 +34,10 @@ std::string_view path_of(std::string_view target) {
 ApiServer::ApiServer(ApiServerConfig config, AsyncEngine& engine, const tokenizer::Tokenizer* tok,
                      std::unique_ptr<ChatTemplate> chat_template)
     : config_(std::move(config)), engine_(engine), tok_(tok), chat_template_(std::move(chat_template)),
-      workers_(std::max(1, config_.worker_threads), config_.max_pending_work), created_(unix_time()) {}
+      light_workers_("request", std::max(1, config_.worker_threads), config_.max_pending_work),
+      heavy_workers_("large-request", std::max(1, config_.worker_threads / 2), config_.max_pending_heavy_work,
+                     /*nice=*/10, /*trim_every=*/std::chrono::seconds(5)),
+      created_(unix_time()) {}
 
 net::awaitable<void> ApiServer::respond_json(HttpExchange& ex, const Json& body) {
   co_await ex.respond(http::status::ok, "application/json", dump(body));
@@ -211,35 +214,47 @@ void ApiServer::fit_max_tokens(size_t prompt_len, bool given, SamplingParams* pa
   }
 }
 
+WorkerPool& ApiServer::lane(size_t input_bytes) {
+  return input_bytes <= kLightWorkBytes ? light_workers_ : heavy_workers_;
+}
+
 net::awaitable<void> ApiServer::tokenize(HttpExchange& ex) {
-  std::string reply = co_await workers_.run([&] { return tokenize_reply(ex.request().body()); });
+  const std::string& body = ex.request().body();
+  TokenizeInput in = co_await lane(body.size()).run([&] { return tokenize_input(body); });
+  std::string reply = co_await lane(in.text.size()).run([&] { return tokenize_reply(in); });
   co_await ex.respond(http::status::ok, "application/json", std::move(reply));
 }
 
-std::string ApiServer::tokenize_reply(const std::string& request_body) const {
+ApiServer::TokenizeInput ApiServer::tokenize_input(const std::string& request_body) const {
   const Json body = parse_json_body(request_body);
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) bad_request("model must be a string", "model");
     check_model(m->get<std::string>());
   }
-  std::vector<int32_t> ids;
+  TokenizeInput in;
   if (body.contains("messages")) {
     const ChatRequest chat = parse_chat_request(body, {});
-    ids = encode(render_chat(chat.messages, chat.tools, chat.chat_template_kwargs, chat.add_generation_prompt,
-                             chat.continue_final_message, chat.chat_template),
-                 chat.add_special_tokens, "messages");
+    in.text = render_chat(chat.messages, chat.tools, chat.chat_template_kwargs, chat.add_generation_prompt,
+                          chat.continue_final_message, chat.chat_template);
+    in.add_special_tokens = chat.add_special_tokens;
+    in.param = "messages";
   } else {
     auto p = body.find("prompt");
     if (p == body.end() || !p->is_string()) bad_request("prompt (a string) or messages is required", "prompt");
-    bool add_special = true;
     if (auto a = body.find("add_special_tokens"); a != body.end() && !a->is_null()) {
       if (!a->is_boolean()) bad_request("add_special_tokens must be a boolean", "add_special_tokens");
-      add_special = a->get<bool>();
+      in.add_special_tokens = a->get<bool>();
     }
-    ids = encode(p->get<std::string>(), add_special, "prompt");
+    in.text = p->get<std::string>();
   }
+  if (auto r = body.find("return_token_strs"); r != body.end() && r->is_boolean()) in.return_token_strs = r->get<bool>();
+  return in;
+}
+
+std::string ApiServer::tokenize_reply(const TokenizeInput& in) const {
+  const std::vector<int32_t> ids = encode(in.text, in.add_special_tokens, in.param);
   Json strs = nullptr;
-  if (auto r = body.find("return_token_strs"); r != body.end() && r->is_boolean() && r->get<bool>()) {
+  if (in.return_token_strs) {
     strs = Json::array();
     for (int32_t id : ids) strs.push_back(tok_->id_to_token(id).value_or(""));
   }
@@ -251,7 +266,8 @@ std::string ApiServer::tokenize_reply(const std::string& request_body) const {
 }
 
 net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {
-  std::string reply = co_await workers_.run([&] { return detokenize_reply(ex.request().body()); });
+  const std::string& body = ex.request().body();
+  std::string reply = co_await lane(body.size()).run([&] { return detokenize_reply(body); });
   co_await ex.respond(http::status::ok, "application/json", std::move(reply));
 }
 

@@ -33,6 +33,7 @@ struct ApiServerConfig {
   uint64_t max_render_steps = 4'000'000;  // a chat template's work (jinja::RenderLimits::max_steps)
   int worker_threads = 2;                 // parse, render, tokenize and build replies off the I/O threads
   size_t max_pending_work = 512;          // requests queued for the workers; more: 503
+  size_t max_pending_heavy_work = 64;     // the same for work on large inputs
   std::string version;
 };
 
@@ -46,7 +47,10 @@ class ApiServer {
   // From now on generation requests get 503 (in-flight ones go on).
   void start_draining() { draining_.store(true); }
   // Joins the workers; call once the HTTP threads have stopped, before their io_context goes.
-  void shutdown() { workers_.shutdown(); }
+  void shutdown() {
+    light_workers_.shutdown();
+    heavy_workers_.shutdown();
+  }
 
  private:
   net::awaitable<void> route(HttpExchange& ex);
@@ -54,9 +58,21 @@ class ApiServer {
   net::awaitable<void> chat_completions(HttpExchange& ex);
   net::awaitable<void> tokenize(HttpExchange& ex);
   net::awaitable<void> detokenize(HttpExchange& ex);
-  // The replies of /tokenize and /detokenize (on a worker).
-  std::string tokenize_reply(const std::string& request_body) const;
+  // /tokenize in two steps (a small body can render a large prompt), and /detokenize.
+  struct TokenizeInput {
+    std::string text;
+    bool add_special_tokens = true;
+    bool return_token_strs = false;
+    const char* param = "prompt";
+  };
+  TokenizeInput tokenize_input(const std::string& request_body) const;
+  std::string tokenize_reply(const TokenizeInput& in) const;
   std::string detokenize_reply(const std::string& request_body) const;
+  // Work on inputs (a body, a rendered prompt, a reply) up to kLightWorkBytes runs on the
+  // light workers; larger work on the heavy ones (fewer, niced, a shorter queue), so small
+  // requests never wait behind large ones.
+  static constexpr size_t kLightWorkBytes = 64u << 10;
+  WorkerPool& lane(size_t input_bytes);
   net::awaitable<void> respond_json(HttpExchange& ex, const nlohmann::ordered_json& body);
 
   void check_model(const std::optional<std::string>& model) const;
@@ -83,7 +99,8 @@ class ApiServer {
   AsyncEngine& engine_;
   const tokenizer::Tokenizer* tok_;
   std::unique_ptr<ChatTemplate> chat_template_;
-  WorkerPool workers_;
+  WorkerPool light_workers_;
+  WorkerPool heavy_workers_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   const int64_t created_;

@@ -10,8 +10,10 @@ namespace {
 // A chat request rendered, tokenized and checked, ready for the engine.
 struct PreparedChat {
   ChatRequest req;
+  std::string prompt;  // rendered
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
+  size_t fixed_reply_bytes = 0;  // the least the reply takes, from the request alone
 };
 
 // Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob",
@@ -23,16 +25,23 @@ constexpr size_t kMinChatAlternativeBytes = 36;
 
 net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   // Parsing, rendering and tokenizing (seconds for a long conversation) run on a worker.
-  PreparedChat prep = co_await workers_.run([&] {
+  // Two steps: a small body can render a large prompt, whose tokenizing then runs with the large work.
+  const std::string& body = ex.request().body();
+  PreparedChat prep = co_await lane(body.size()).run([&] {
     PreparedChat p;
-    p.req = parse_chat_request(parse_json_body(ex.request().body()), config_.sampling_defaults);
+    p.req = parse_chat_request(parse_json_body(body), config_.sampling_defaults);
     ChatRequest& req = p.req;
     check_model(req.model);
     check_priority(req.priority);
     check_request_seqs(1, req.params.n);
-    const std::string prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs,
-                                           req.add_generation_prompt, req.continue_final_message, req.chat_template);
-    p.prompt_ids = encode(prompt, req.add_special_tokens, "messages");
+    p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
+                           req.continue_final_message, req.chat_template);
+    return p;
+  });
+  co_await lane(prep.prompt.size()).run([&] {
+    PreparedChat& p = prep;
+    const ChatRequest& req = p.req;
+    p.prompt_ids = encode(p.prompt, req.add_special_tokens, "messages");
     truncate_prompt(&p.prompt_ids, req.truncate_prompt_tokens);
     p.params = req.params;
     resolve_bad_words(&p.params);
@@ -40,10 +49,9 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     fit_max_tokens(p.prompt_ids.size(), req.max_tokens_given, &p.params);
     if (Status s = engine_.validate(p.prompt_ids, p.params); !s.ok()) bad_request(s.message());
     if (req.prompt_logprobs >= 0) {
-      ReplyBudget(config_.max_response_bytes)
-          .charge((p.prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs));
+      p.fixed_reply_bytes = (p.prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs);
+      ReplyBudget(config_.max_response_bytes).charge(p.fixed_reply_bytes);
     }
-    return p;
   });
   const ChatRequest& req = prep.req;
   const std::vector<int32_t>& prompt_ids = prep.prompt_ids;
@@ -71,6 +79,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     std::vector<int32_t> prompt_ranks;
     // Refuses a reply that outgrows the limit as its tokens arrive, before it is built.
     ReplyBudget estimate(config_.max_response_bytes);
+    estimate.charge(prep.fixed_reply_bytes);
     const size_t per_token =
         req.logprobs ? kMinChatLogprobBytes + kMinChatAlternativeBytes * static_cast<size_t>(req.top_logprobs) : 0;
     auto on_batch = [&](size_t, StreamBatch& b) {
@@ -90,7 +99,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     if (!error.empty()) bad_request(error);
     for (const ChoiceState& ch : choices) completion_tokens += static_cast<int64_t>(ch.token_ids.size());
     // Assembled on a worker, piece by piece.
-    std::string reply = co_await workers_.run([&] {
+    std::string reply = co_await lane(estimate.used()).run([&] {
       ReplyBudget budget(config_.max_response_bytes);
       std::string out = dump(Json{{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model}});
       out.pop_back();  // the closing brace: the choices follow

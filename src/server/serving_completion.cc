@@ -13,6 +13,7 @@ struct PreparedCompletion {
   std::vector<std::vector<int32_t>> prompt_ids;
   std::vector<SamplingParams> params;
   std::vector<std::string> prompt_texts;  // echo: what each choice's text starts with
+  size_t fixed_reply_bytes = 0;           // the least the reply takes, from the request alone
 };
 
 // Fewest reply bytes one generated token adds beyond its text: its entries in tokens,
@@ -25,9 +26,10 @@ constexpr size_t kMinLogprobTokenBytes = 12;
 net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   // Everything is checked before the first request starts; parsing and tokenizing (seconds
   // for a long prompt) run on a worker.
-  PreparedCompletion prep = co_await workers_.run([&] {
+  const std::string& body = ex.request().body();  // the prompts' text is within it
+  PreparedCompletion prep = co_await lane(body.size()).run([&] {
     PreparedCompletion p;
-    p.req = parse_completion_request(parse_json_body(ex.request().body()), config_.sampling_defaults);
+    p.req = parse_completion_request(parse_json_body(body), config_.sampling_defaults);
     CompletionRequest& req = p.req;
     check_model(req.model);
     check_priority(req.priority);
@@ -55,6 +57,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       if (req.echo) budget.charge(n * p.prompt_texts[i].size());
       if (req.echo && req.logprobs >= 0) budget.charge(n * ids.size() * kMinLogprobTokenBytes);
     }
+    p.fixed_reply_bytes = budget.used();
     return p;
   });
   CompletionRequest& req = prep.req;
@@ -92,6 +95,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     std::vector<std::vector<int32_t>> prompt_ranks(num_prompts);
     // Refuses a reply that outgrows the limit as its tokens arrive, before it is built.
     ReplyBudget estimate(config_.max_response_bytes);
+    estimate.charge(prep.fixed_reply_bytes);
     auto on_batch = [&](size_t i, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
       cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
@@ -109,7 +113,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     if (!error.empty()) bad_request(error);
     for (const ChoiceState& ch : choices) completion_tokens += static_cast<int64_t>(ch.token_ids.size());
     // Assembled on a worker, piece by piece; each prompt's prompt_logprobs serialized once.
-    std::string reply = co_await workers_.run([&] {
+    std::string reply = co_await lane(estimate.used()).run([&] {
       ReplyBudget budget(config_.max_response_bytes);
       std::vector<std::string> shared_prompt_logprobs(num_prompts);
       if (req.prompt_logprobs >= 0) {
