@@ -243,6 +243,10 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout, "Seconds in-flight requests get to finish on SIGTERM")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--http-threads", o->http.threads, "Threads serving HTTP")->check(CLI::Range(1, 64));
+  cmd->add_option("--allowed-origins", o->http.allowed_origins,
+                  "Web origins whose pages may call the API (repeat or comma-separate; '*': any); requests "
+                  "with another Origin header get 403 (default: none but the server's own loopback address)")
+      ->delimiter(',');
   cmd->add_option("--request-workers", o->request_workers,
                   "Threads that parse, render and tokenize requests and build replies, off the HTTP threads "
                   "(default: a quarter of the cores, 2 to 8)")
