@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libicu-dev
   clang libclang-rt-14-dev
-  python3 python3-pip
+  python3 python3-pip curl
 )
 
 missing=()
