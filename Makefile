@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 THREADS ?= $(JOBS)
 CMAKE_FLAGS ?=
 
-.PHONY: setup build build-asan test test-asan run fuzz bench clean
+.PHONY: setup build build-asan test test-asan hostile-asan run fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -32,6 +32,13 @@ build-asan: $(ASAN_BUILD)/build.ninja
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -R '^(unit|tokenizer|chat)_tests$$'
+
+# The hostile-client suites against a server built with ASan+UBSan (slow: run on demand).
+hostile-asan: setup $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target tessera
+	for t in hostile_input hostile_http; do \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  TESSERA_BIN=$(ASAN_BUILD)/bin/tessera python3 tests/e2e/test_$$t.py || exit 1; done
 
 test: setup
 	$(MAKE) build
