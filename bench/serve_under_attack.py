@@ -57,6 +57,9 @@ def hostile_suite() -> dict[str, tuple[str, bytes]]:
         "tokenize_8MB": ("/tokenize", {"prompt": eight_mb}),
         "tokenize_4MB_word": ("/tokenize", {"prompt": "x" * 4_000_000}),
         "deep_nesting_240KB": ("/v1/chat/completions", {"messages": deep_messages, "max_tokens": 1}),
+        "deep_nesting_tokenize": ("/tokenize", {"messages": deep_messages}),
+        # Not hostile: the same chat without the tool call, for what its prefill costs the stream.
+        "control_chat": ("/v1/chat/completions", {"messages": deep_messages[:1], "max_tokens": 1}),
         "prompt_logprobs_n128": ("/v1/completions", {"prompt": "word " * 1500, "max_tokens": 1, "n": 128,
                                                      "prompt_logprobs": 20}),
         "prompt_logprobs_n4": ("/v1/completions", {"prompt": "word " * 1500, "max_tokens": 1, "n": 4,
