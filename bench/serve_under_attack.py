@@ -9,7 +9,8 @@
   soak     --minutes of 64 normal streaming clients (greedy; some hang up at random) and
            one hostile request per second drawn from the suite: crashes, 5xx answers to
            normal clients, normal outputs that differ from their solo greedy outputs,
-           /metrics once idle, and the server's RSS after warm-up against the end.
+           /metrics once idle, and the server's RSS after two minutes of the same mix
+           against the end, once idle.
 
 Starts its own server (SmolLM2-135M-Instruct by default, `--trust-request-chat-template`
 so the template case runs, a 16 MiB body limit) and prints the figures.
@@ -243,16 +244,14 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
     workers = [threading.Thread(target=normal, args=(i,)) for i in range(clients)]
     for w in workers:
         w.start()
-    # Warm-up: the KV cache is resident only once touched, and the engine's and the workers'
-    # buffers grow to their high-water marks the first time each kind of request runs.
-    warmup_start = time.monotonic()
-    for name, (path, data) in suite:
-        post(server, path, data, timeout=900)
-    time.sleep(max(0.0, min(60.0, minutes * 60 / 5) - (time.monotonic() - warmup_start)))
-    warmup = time.monotonic() - warmup_start
-    rss_start = server_rss_mib(server)
+    # Warm-up: the same mix for `warmup` seconds first. The KV cache is resident only once
+    # touched, and buffers (the engine's step buffers, the heap's arenas) grow to the
+    # high-water marks that this mix reaches; RSS is compared from there.
     h = threading.Thread(target=hostile)
     h.start()
+    warmup = min(120.0, minutes * 60 / 5)
+    time.sleep(warmup)
+    rss_start = server_rss_mib(server)
     t0 = time.monotonic()
     rss_samples = []
     while time.monotonic() - t0 < minutes * 60:
@@ -285,8 +284,9 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
         print(f"  mismatch {p!r}: {got!r} != {want!r}")
     print("hostile: " + ", ".join(f"{k} {len(v)}x {sorted(set(map(str, v)))}" for k, v in sorted(stats["hostile"].items())))
     print(f"idle /metrics: {idle}")
-    print(f"RSS: {rss_start:.1f} MiB after {warmup:.0f} s warm-up, {rss_end:.1f} MiB at the end "
+    print(f"RSS: {rss_start:.1f} MiB after {warmup:.0f} s of the mix, {rss_end:.1f} MiB at the end, idle "
           f"({(rss_end / rss_start - 1) * 100:+.1f}%); max during {max(rss_samples or [rss_end]):.1f} MiB")
+    print("RSS each minute (MiB): " + " ".join(f"{v:.0f}" for v in rss_samples[5::6]))
 
 
 def main() -> None:
