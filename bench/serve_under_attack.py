@@ -179,14 +179,6 @@ def run_latency(server: sf.Server, seconds: float) -> None:
 
 
 # ---- soak -----------------------------------------------------------------------------
-def server_rss_mib(server: sf.Server) -> float:
-    with open(f"/proc/{server.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
     suite = list(hostile_suite().items())
     prompts = [f"Story {i}: once upon a time, in a land of {w}," for i, w in
@@ -251,12 +243,12 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
     h.start()
     warmup = min(120.0, minutes * 60 / 5)
     time.sleep(warmup)
-    rss_start = server_rss_mib(server)
+    rss_start = server.rss_mib()
     t0 = time.monotonic()
     rss_samples = []
     while time.monotonic() - t0 < minutes * 60:
         time.sleep(10)
-        rss_samples.append(server_rss_mib(server))
+        rss_samples.append(server.rss_mib())
         if not server.alive():
             break
     stop.set()
@@ -274,7 +266,7 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
         text = server.metrics_text()
         idle = {k: sf.metric_value(text, k) for k in ("tessera:num_requests_running", "tessera:num_requests_waiting",
                                                        "tessera:kv_cache_usage_perc")}
-    rss_end = server_rss_mib(server) if alive else float("nan")
+    rss_end = server.rss_mib() if alive else float("nan")
     print(f"soak: {minutes:g} min, {clients} normal streaming clients (greedy, {max_tokens} tokens, 10% hang up), "
           f"one hostile request per second")
     print(f"server alive: {alive} (crashes: {0 if alive else 1})")

@@ -180,6 +180,14 @@ class Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def rss_mib(self) -> float:
+        """The server's resident memory (Linux)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+        raise AssertionError("no VmRSS")
+
     def _kill_if_running(self) -> None:
         if self.proc.poll() is None:
             try:

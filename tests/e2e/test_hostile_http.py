@@ -54,14 +54,6 @@ def RawConn(timeout: float = 30.0) -> raw_http.RawConn:  # noqa: N802 (reads lik
     return raw_http.RawConn(SERVER, timeout)
 
 
-def rss_mb() -> float:
-    with open(f"/proc/{SERVER.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    raise AssertionError("no VmRSS")
-
-
 def chunked(body: bytes, piece: int = 16) -> bytes:
     out = b""
     for i in range(0, len(body), piece):
@@ -162,12 +154,12 @@ class HostileHttpTest(unittest.TestCase):
                  "quoted extension": (b'1;a="', b"y" * 65536)}
         for name, (start, piece) in cases.items():
             with self.subTest(case=name):
-                rss0 = rss_mb()
+                rss0 = SERVER.rss_mib()
                 with RawConn() as c:
                     sent = self.send_until_answered(
                         c, post_head(extra=b"Transfer-Encoding: chunked\r\n") + start, piece, 64 << 20)
                     outcome, _ = c.wait_outcome(REQUEST_TIMEOUT + SLACK)
-                    grown = rss_mb() - rss0
+                    grown = SERVER.rss_mib() - rss0
                 self.assertLess(sent, 8 << 20, f"{name}: the server read {sent} bytes of one chunk line")
                 self.assertLess(grown, 32, f"{name}: RSS grew by {grown:.0f} MB")
                 self.assertEqual(outcome[0], "response", f"{name}: no answer after {sent} bytes: {outcome}")
@@ -186,14 +178,14 @@ class HostileHttpTest(unittest.TestCase):
 
     def test_trailer_section_is_bounded(self):
         # Thousands of trailer fields: buffered and kept without limit before.
-        rss0 = rss_mb()
+        rss0 = SERVER.rss_mib()
         field = b"X-T: " + b"t" * 20000 + b"\r\n"
         with RawConn() as c:
             sent = self.send_until_answered(
                 c, post_head(extra=b"Transfer-Encoding: chunked\r\n") + chunked(COMPLETION) + b"0\r\n",
                 field, 64 << 20)
             outcome, _ = c.wait_outcome(REQUEST_TIMEOUT + SLACK)
-            grown = rss_mb() - rss0
+            grown = SERVER.rss_mib() - rss0
         self.assertLess(sent, 8 << 20, f"the server read {sent} bytes of trailers")
         self.assertLess(grown, 32, f"RSS grew by {grown:.0f} MB")
         self.assertEqual(outcome[0], "response", f"no answer after {sent} bytes of trailers: {outcome}")
