@@ -36,7 +36,7 @@ test-asan: build-asan
 # The hostile-client suites against a server built with ASan+UBSan (slow: run on demand).
 hostile-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target tessera
-	for t in hostile_input hostile_http; do \
+	for t in hostile_input hostile_http hostile_requests; do \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  TESSERA_BIN=$(ASAN_BUILD)/bin/tessera python3 tests/e2e/test_$$t.py || exit 1; done
 
