@@ -112,14 +112,13 @@ void ApiServer::check_model(const std::optional<std::string>& model) const {
   }
 }
 
-void ApiServer::check_priority(int32_t priority) const {
+void ApiServer::check_request(const std::optional<std::string>& model, int32_t priority, size_t num_prompts,
+                              int64_t n) const {
+  check_model(model);
   if (priority != 0 && !config_.enable_priority) {
     bad_request("priority scheduling is not enabled: the server must run with --scheduling-policy priority",
                 "priority");
   }
-}
-
-void ApiServer::check_request_seqs(size_t num_prompts, int64_t n) const {
   const size_t seqs = num_prompts * static_cast<size_t>(std::max<int64_t>(n, 1));
   if (seqs > config_.max_seqs_per_request) {
     bad_request("the request asks for " + std::to_string(seqs) + " sequences (prompts x n); at most " +

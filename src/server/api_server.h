@@ -76,10 +76,9 @@ class ApiServer {
   net::awaitable<void> respond_json(HttpExchange& ex, const nlohmann::ordered_json& body);
 
   void check_model(const std::optional<std::string>& model) const;
-  // Non-zero priority needs --scheduling-policy priority (else any client could starve the rest).
-  void check_priority(int32_t priority) const;
-  // prompts x n of one request against max_seqs_per_request.
-  void check_request_seqs(size_t num_prompts, int64_t n) const;
+  // A generation request's model, its priority (non-zero needs --scheduling-policy priority,
+  // else any client could starve the rest) and its prompts x n against max_seqs_per_request.
+  void check_request(const std::optional<std::string>& model, int32_t priority, size_t num_prompts, int64_t n) const;
   // New sequences against what is unfinished and max_queued_requests.
   void check_capacity(size_t new_seqs) const;
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens, const char* param) const;

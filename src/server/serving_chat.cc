@@ -31,9 +31,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     PreparedChat p;
     p.req = parse_chat_request(parse_json_body(body), config_.sampling_defaults);
     ChatRequest& req = p.req;
-    check_model(req.model);
-    check_priority(req.priority);
-    check_request_seqs(1, req.params.n);
+    check_request(req.model, req.priority, 1, req.params.n);
     p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
                            req.continue_final_message, req.chat_template);
     return p;
