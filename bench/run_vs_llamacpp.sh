@@ -57,8 +57,10 @@ echo "model: $MODEL  threads: $THREADS  prompt: $PROMPT  gen: $GEN  repeats: $RE
 for ((r = 1; r <= REPEATS; r++)); do
   echo "repeat $r/$REPEATS" >&2
   if [ $have_tessera = 1 ]; then
+    # The same context as llama.cpp's side (n_ctx 1024, one sequence): both reserve their
+    # KV cache at start.
     run_one "tessera-$r" "$TESSERA" bench latency --model "$MODEL" --num-iters 1 --threads "$THREADS" \
-      --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --json
+      --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --max-model-len 1024 --max-num-seqs 1 --json
   fi
   if [ $have_llamacpp = 1 ]; then
     run_one "llamacpp-$r" "$BENCH_PYTHON" bench/llamacpp_bench.py --model "$MODEL" \

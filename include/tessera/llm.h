@@ -23,7 +23,9 @@ struct EngineArgs {
   std::string tokenizer;  // default: the model's own
   int32_t block_size = 16;
   std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
-  int64_t kv_cache_memory = 0;  // bytes of K/V storage; 0: 1 GiB on the CPU, from gpu_memory_utilization on CUDA
+  // Bytes of K/V storage, reserved at start; 0: on the CPU 1 GiB, or what max_num_seqs
+  // sequences of max_model_len tokens need if less; on CUDA from gpu_memory_utilization.
+  int64_t kv_cache_memory = 0;
   double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
   // GiB of host memory for the host tier of the prefix cache (KV offload): blocks the device
   // evicts are kept there and loaded back on a prefix hit (a preempted request's too). 0: none.

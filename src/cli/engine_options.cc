@@ -9,7 +9,9 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--device", a->device, "cuda, cpu or auto (CUDA when a device is usable)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory,
-                  "Bytes of KV-cache storage (default: 1 GiB on the CPU; on CUDA what --gpu-memory-utilization leaves)")
+                  "Bytes of KV-cache storage, reserved at start (default: on the CPU 1 GiB, or what "
+                  "--max-num-seqs sequences of --max-model-len tokens need if less; on CUDA what "
+                  "--gpu-memory-utilization leaves)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-offloading-size", a->kv_offloading_size,
                   "GiB of host memory that keep KV blocks the cache evicts, for prefix hits and preempted requests "

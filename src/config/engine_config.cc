@@ -37,7 +37,7 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
     return Status::error("max_model_len " + std::to_string(c.max_model_len) + " exceeds the model's maximum of " +
                          std::to_string(m.max_position_embeddings));
   }
-  if (c.kv_cache_memory <= 0) return Status::error("kv_cache_memory must be positive");
+  if (c.kv_cache_memory < 0) return Status::error("kv_cache_memory must not be negative");
   KvCachePlan plan;
   plan.max_model_len = c.max_model_len > 0 ? c.max_model_len : static_cast<int32_t>(m.max_position_embeddings);
   if (plan.max_model_len < 2) return Status::error("max_model_len must be at least 2");
@@ -57,10 +57,15 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   plan.shape.dtype_bytes = c.kv_dtype_bytes;
   plan.shape.num_blocks = 1;
   plan.bytes_per_block = plan.shape.bytes();  // one block, all layers, K and V
-  const int64_t usable = c.kv_cache_memory / plan.bytes_per_block;
   const int64_t needed = (plan.max_model_len + c.block_size - 1) / c.block_size;
+  // The cache is reserved (resident) at start, so the default takes no more than
+  // max_num_seqs full-length sequences can use at once.
+  const int64_t budget = c.kv_cache_memory > 0
+                             ? c.kv_cache_memory
+                             : std::min(kDefaultKvCacheMemory, needed * c.max_num_seqs * plan.bytes_per_block);
+  const int64_t usable = budget / plan.bytes_per_block;
   if (usable < needed) {
-    return Status::error("kv_cache_memory of " + std::to_string(c.kv_cache_memory) + " bytes holds " +
+    return Status::error("kv_cache_memory of " + std::to_string(budget) + " bytes holds " +
                          std::to_string(usable * c.block_size) + " tokens, fewer than max_model_len " +
                          std::to_string(plan.max_model_len) + " (" + std::to_string(plan.bytes_per_block / c.block_size) +
                          " bytes per token): raise --kv-cache-memory or lower --max-model-len");

@@ -12,9 +12,13 @@
 
 namespace tessera {
 
+inline constexpr int64_t kDefaultKvCacheMemory = int64_t{1} << 30;  // the host KV cache's default
+
 struct EngineConfig {
   int32_t block_size = 16;                  // --block-size
-  int64_t kv_cache_memory = int64_t{1} << 30;  // --kv-cache-memory, bytes of K/V storage
+  // --kv-cache-memory, bytes of K/V storage; 0: kDefaultKvCacheMemory, or less when
+  // max_num_seqs sequences of max_model_len tokens need less.
+  int64_t kv_cache_memory = 0;
   int64_t kv_dtype_bytes = 4;                  // bytes per cached K or V element: 4 (host fp32), 2 (CUDA bf16)
   int64_t kv_offload_memory = 0;               // --kv-offloading-size, bytes of the host tier (0: none)
   int32_t max_model_len = 0;                // --max-model-len; 0: the model's maximum

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <vector>
 
 #include "common/check.h"
@@ -25,28 +23,41 @@ struct KvCacheShape {
 
 class KvCache {
  public:
-  // Storage comes from calloc: large blocks are mapped lazily by the OS, so memory is only
-  // resident once blocks are written.
+  // The storage is resident from construction (mapped with MAP_POPULATE). The block pool
+  // hands out free blocks in LRU order, so a long run touches every block sooner or later;
+  // reserving it all up front makes the process's memory at start what it keeps, and a
+  // machine without room fails here rather than hours later.
   explicit KvCache(const KvCacheShape& shape) : shape_(shape) {
     TESSERA_CHECK_MSG(shape.dtype_bytes == 4, "the host KV cache is fp32");
     const size_t per_layer = static_cast<size_t>(shape.num_blocks * shape.block_size * shape.kv_dim());
     for (int64_t l = 0; l < shape.num_layers; ++l) {
-      k_.emplace_back(static_cast<float*>(std::calloc(per_layer, sizeof(float))));
-      v_.emplace_back(static_cast<float*>(std::calloc(per_layer, sizeof(float))));
-      TESSERA_CHECK_MSG(k_.back() && v_.back(), "KV cache allocation failed");
+      k_.emplace_back(per_layer);
+      v_.emplace_back(per_layer);
     }
   }
   const KvCacheShape& shape() const { return shape_; }
-  float* k(int64_t layer) { return k_[layer].get(); }  // [num_blocks, block_size, kv_heads, head_dim]
-  float* v(int64_t layer) { return v_[layer].get(); }  // [num_blocks, block_size, kv_heads, head_dim]
+  float* k(int64_t layer) { return k_[layer].data(); }  // [num_blocks, block_size, kv_heads, head_dim]
+  float* v(int64_t layer) { return v_[layer].data(); }  // [num_blocks, block_size, kv_heads, head_dim]
 
  private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
+  // Zeroed, resident, page-aligned float storage.
+  class ResidentFloats {
+   public:
+    explicit ResidentFloats(size_t count);
+    ResidentFloats(ResidentFloats&& o) noexcept : data_(o.data_), bytes_(o.bytes_) { o.data_ = nullptr, o.bytes_ = 0; }
+    ResidentFloats(const ResidentFloats&) = delete;
+    ResidentFloats& operator=(const ResidentFloats&) = delete;
+    ResidentFloats& operator=(ResidentFloats&&) = delete;
+    ~ResidentFloats();
+    float* data() const { return data_; }
+
+   private:
+    float* data_ = nullptr;
+    size_t bytes_ = 0;
   };
   KvCacheShape shape_;
-  std::vector<std::unique_ptr<float, Free>> k_;
-  std::vector<std::unique_ptr<float, Free>> v_;
+  std::vector<ResidentFloats> k_;
+  std::vector<ResidentFloats> v_;
 };
 
 }  // namespace tessera
