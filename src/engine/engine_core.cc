@@ -23,8 +23,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelConfig& model_
 }
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
-  return create(model.config(), config, [&model](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
-    return std::unique_ptr<ModelRunner>(std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks));
+  return create(model.config(), config, [&](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
+    return std::unique_ptr<ModelRunner>(
+        std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks, config.max_num_seqs));
   });
 }
 
@@ -225,6 +226,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
     }
     pending.push_back(std::move(o));
   }
+  runner_->release_step_memory();
   const std::vector<StepResult> results = scheduler_->update_from_output(out, sampled);
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].dropped) continue;

@@ -28,8 +28,12 @@ void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base,
   }
 }
 
-CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks)
-    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size) {
+void release_logits_above(std::vector<float>* rows, int64_t vocab, int64_t keep_rows) {
+  if (rows->capacity() > static_cast<size_t>(std::max<int64_t>(keep_rows, 1) * vocab)) std::vector<float>().swap(*rows);
+}
+
+CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks, int32_t max_num_seqs)
+    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size), max_num_seqs_(max_num_seqs) {
   if (num_host_blocks > 0) {
     KvCacheShape host = shape;
     host.num_blocks = num_host_blocks;

@@ -16,13 +16,15 @@ namespace tessera {
 
 class CpuModelRunner : public ModelRunner {
  public:
-  CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks = 0);
+  // max_num_seqs: the logits rows an ordinary step needs, kept between steps.
+  CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks = 0, int32_t max_num_seqs = 1);
 
   void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
   const float* logits(int32_t row) const override {
     return logits_.data() + static_cast<size_t>(row) * vocab_size_;
   }
   int64_t vocab_size() const override { return vocab_size_; }
+  void release_step_memory() override { release_logits_above(&logits_, vocab_size_, max_num_seqs_); }
   KvCache& cache() { return cache_; }
 
  private:
@@ -30,6 +32,7 @@ class CpuModelRunner : public ModelRunner {
   KvCache cache_;
   std::unique_ptr<KvCache> host_tier_;  // KV offload: [num_host_blocks] blocks, or null
   int64_t vocab_size_;
+  int32_t max_num_seqs_;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [rows, vocab_size]
 };

@@ -57,6 +57,10 @@ class ModelRunner {
   // Logits row `row` of the last step, [vocab_size] fp32 in host memory.
   virtual const float* logits(int32_t row) const = 0;
   virtual int64_t vocab_size() const = 0;
+  // The last step's rows have been read: give back host memory held above what an ordinary
+  // step needs (prompt-logprob rows of a long prefill are hundreds of MB), so that one
+  // request's peak does not stay with the process.
+  virtual void release_step_memory() {}
 
  private:
   std::vector<LogitsRows> launched_;  // the default launch's results, until collect
@@ -67,5 +71,9 @@ class ModelRunner {
 // index of the request's first scheduled token. Shared by every backend's runner.
 void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base, std::vector<int32_t>* logits_indices,
                       LogitsRows* rows);
+
+// Frees rows (a host logits buffer of `vocab`-float rows) when it holds more than keep_rows
+// rows' worth of storage.
+void release_logits_above(std::vector<float>* rows, int64_t vocab, int64_t keep_rows);
 
 }  // namespace tessera

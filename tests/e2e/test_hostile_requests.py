@@ -118,6 +118,21 @@ class RequestClassesTest(unittest.TestCase):
         self.assertEqual(firsts[0], firsts[2])
         self.assertIsNone(firsts[0][0])
 
+    def test_prompt_logprobs_memory_is_handed_back(self):
+        # Prompt logprobs need a full-vocabulary logits row per prompt token: 1,500 tokens of
+        # SmolLM2 are ~300 MB for one step. That peak once stayed with the process for good.
+        status, _, raw = SERVER.json_request("POST", "/v1/completions", {"prompt": "Once upon", "max_tokens": 2})
+        self.assertEqual(status, 200, raw[:300])
+        before = SERVER.rss_mib()
+        status, out, raw = SERVER.json_request("POST", "/v1/completions",
+                                               {"prompt": "word " * 1500, "max_tokens": 1, "prompt_logprobs": 1},
+                                               timeout=300)
+        self.assertEqual(status, 200, raw[:300])
+        self.assertGreater(len(out["choices"][0]["prompt_logprobs"]), 1000)
+        time.sleep(1)
+        grown = SERVER.rss_mib() - before
+        self.assertLess(grown, 120, f"RSS stayed {grown:.0f} MiB above where it was")
+
     def test_priority_needs_the_priority_policy(self):
         # Any client could starve everyone with priority -1000000 (lower runs first).
         for path, body in (("/v1/completions", {"prompt": "x", "max_tokens": 1, "priority": -1000000}),

@@ -1,11 +1,16 @@
 // Host-side planning shared by every backend: which logits rows a scheduled request needs
 // (plan_logits_rows), which device EngineArgs::device resolves to, and the KV-cache plan
-// in fp32 (host) and bf16 (CUDA) blocks.
+// in fp32 (host) and bf16 (CUDA) blocks; the host KV cache's residency and the release of
+// oversized logits buffers.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "config/engine_config.h"
 #include "engine/engine_setup.h"
 #include "exec/model_runner.h"
+#include "kv/kv_cache.h"
 
 namespace tessera {
 namespace {
@@ -169,6 +174,64 @@ TEST(PlanKvCache, NoChunkedPrefillNeedsABudgetOfMaxModelLen) {
   EXPECT_EQ(plan->max_num_batched_tokens, 2048);
   c.max_num_batched_tokens = 0;
   EXPECT_EQ(plan_kv_cache(c, llama8b_like())->max_num_batched_tokens, 2048);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(PlanKvCache, TheDefaultTakesNoMoreThanTheSequencesCanUse) {
+  EngineConfig c;  // kv_cache_memory 0: the default
+  c.max_model_len = 1024;
+  c.max_num_seqs = 2;
+  auto plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ(plan->shape.num_blocks - 1, 2 * 1024 / 16);  // two sequences of 64 blocks
+  c.max_num_seqs = 256;  // would need 32 GiB of fp32 blocks: the 1 GiB default holds
+  plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ((plan->shape.num_blocks - 1) * plan->bytes_per_block, kDefaultKvCacheMemory);
+  c.kv_cache_memory = int64_t{3} << 30;  // set explicitly: taken as it is
+  c.max_num_seqs = 1;
+  plan = plan_kv_cache(c, llama8b_like());
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ((plan->shape.num_blocks - 1) * plan->bytes_per_block, int64_t{3} << 30);
+}
+
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+TEST(KvCache, IsResidentFromConstruction) {
+  KvCacheShape shape;
+  shape.num_layers = 4;
+  shape.num_blocks = 512;
+  shape.num_kv_heads = 4;
+  shape.head_dim = 64;  // 4 x 2 x 512 x 16 x 256 x 4 bytes = 64 MiB
+  const int64_t before = resident_bytes();
+  KvCache cache(shape);
+  const int64_t grown = resident_bytes() - before;
+  EXPECT_GE(grown, shape.bytes() * 9 / 10) << "only " << (grown >> 20) << " MiB of " << (shape.bytes() >> 20)
+                                           << " MiB resident";
+  for (int64_t l = 0; l < shape.num_layers; ++l) {  // and zeroed
+    EXPECT_EQ(cache.k(l)[0], 0.0f);
+    EXPECT_EQ(cache.v(l)[shape.num_blocks * shape.block_size * shape.kv_dim() - 1], 0.0f);
+  }
+}
+
+TEST(ReleaseLogits, OnlyStorageAboveTheKeptRowsIsFreed) {
+  const int64_t vocab = 1000;
+  std::vector<float> rows(8 * vocab);
+  release_logits_above(&rows, vocab, 8);
+  EXPECT_GE(rows.capacity(), static_cast<size_t>(8 * vocab));  // an ordinary step's rows stay
+  rows.resize(1500 * vocab);  // a long prompt's prompt-logprob rows
+  release_logits_above(&rows, vocab, 8);
+  EXPECT_EQ(rows.capacity(), 0u);
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ class CudaModelRunner : public ModelRunner {
     return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
   }
   int64_t vocab_size() const override { return model_->config().vocab_size; }
+  void release_step_memory() override { release_logits_above(&host_logits_, vocab_size(), max_logit_rows_); }
   cudaStream_t stream() const { return stream_; }
   const CudaModel& model() const { return *model_; }
 
