@@ -3,6 +3,9 @@
 // SIGTERM/SIGINT: no new requests, in-flight ones finish until --shutdown-timeout, the rest
 // are aborted, exit 0.
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <csignal>
@@ -65,6 +68,16 @@ void raise_open_file_limit() {
   }
 }
 
+// Allocations of 1 MiB and more (rendered prompts, token lists, replies of one large
+// request) are mapped on their own and unmapped when freed. glibc would otherwise raise
+// this threshold after the first such free and serve them from its arenas, where they
+// fragment the heap and keep the process's memory above where it was.
+void pin_mmap_threshold() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 // --generation-config auto: sampling defaults of generation_config.json beside the model.
 server::SamplingDefaults load_generation_config(const std::string& mode, const std::string& model) {
   server::SamplingDefaults d;
@@ -99,6 +112,7 @@ int run_serve(ServeOptions o) {
   set_threads(o.threads);
   apply_activation_precision(o.activation_precision);
   raise_open_file_limit();
+  pin_mmap_threshold();
   std::signal(SIGPIPE, SIG_IGN);
 
   // The engine: a real model, or (--fake-engine) tokens as fast as asked, for overhead benchmarks.
