@@ -9,8 +9,8 @@
   soak     --minutes of 64 normal streaming clients (greedy; some hang up at random) and
            one hostile request per second drawn from the suite: crashes, 5xx answers to
            normal clients, normal outputs that differ from their solo greedy outputs,
-           /metrics once idle, and the server's RSS after two minutes of the same mix
-           against the end, once idle.
+           /metrics once idle, and the server's idle RSS after a warm-up of the same mix
+           (the start) against its idle RSS at the end.
 
 Starts its own server (SmolLM2-135M-Instruct by default, `--trust-request-chat-template`
 so the template case runs, a 16 MiB body limit) and prints the figures.
@@ -233,35 +233,45 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
             in_flight.append(th)
             stop.wait(max(0.0, 1.0 - (time.monotonic() - t)))
 
-    workers = [threading.Thread(target=normal, args=(i,)) for i in range(clients)]
-    for w in workers:
-        w.start()
-    # Warm-up: the same mix for `warmup` seconds first. The KV cache is resident only once
-    # touched, and buffers (the engine's step buffers, the heap's arenas) grow to the
-    # high-water marks that this mix reaches; RSS is compared from there.
-    h = threading.Thread(target=hostile)
-    h.start()
+    def run_mix(seconds: float, samples: list[float] | None = None) -> None:
+        """The mix for `seconds`, then everything it sent finished and the server idle."""
+        stop.clear()
+        workers = [threading.Thread(target=normal, args=(i,)) for i in range(clients)]
+        for w in workers + [h := threading.Thread(target=hostile)]:
+            w.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds and server.alive():
+            time.sleep(min(10.0, max(0.0, seconds - (time.monotonic() - t0))))
+            if samples is not None:
+                samples.append(server.rss_mib())
+        stop.set()
+        h.join()
+        for w in workers:
+            w.join(900)
+        for th in in_flight:  # hostile requests still queued for the workers
+            th.join(900)
+        in_flight.clear()
+        if server.alive():
+            sf.wait_for(lambda: sf.metric_value(server.metrics_text(), "tessera:num_requests_running") == 0, 60)
+        time.sleep(12)  # the workers hand freed heap pages back every 5 s
+
+    # RSS is compared idle to idle. The warm-up runs the same mix first: what the first
+    # requests make resident once and keep by design (the model's mmapped weight pages, the
+    # step buffers at the size the configuration bounds them to) is there before the start.
+    rss_fresh = server.rss_mib()
     warmup = min(120.0, minutes * 60 / 5)
-    time.sleep(warmup)
+    run_mix(warmup)
     rss_start = server.rss_mib()
-    t0 = time.monotonic()
-    rss_samples = []
-    while time.monotonic() - t0 < minutes * 60:
-        time.sleep(10)
-        rss_samples.append(server.rss_mib())
-        if not server.alive():
-            break
-    stop.set()
-    h.join()
-    for w in workers:
-        w.join(900)
-    for th in in_flight:  # hostile requests still queued for the workers
-        th.join(900)
-    time.sleep(12)  # the workers hand freed heap pages back every 5 s
+    for k in ("completed", "disconnected", "5xx"):
+        stats[k] = 0
+    stats["mismatch"].clear()
+    stats["other"].clear()
+    stats["hostile"].clear()
+    rss_samples: list[float] = []
+    run_mix(minutes * 60, rss_samples)
     alive = server.alive()
     idle = {}
     if alive:
-        sf.wait_for(lambda: sf.metric_value(server.metrics_text(), "tessera:num_requests_running") == 0, 60)
         time.sleep(1)
         text = server.metrics_text()
         idle = {k: sf.metric_value(text, k) for k in ("tessera:num_requests_running", "tessera:num_requests_waiting",
@@ -276,8 +286,9 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
         print(f"  mismatch {p!r}: {got!r} != {want!r}")
     print("hostile: " + ", ".join(f"{k} {len(v)}x {sorted(set(map(str, v)))}" for k, v in sorted(stats["hostile"].items())))
     print(f"idle /metrics: {idle}")
-    print(f"RSS: {rss_start:.1f} MiB after {warmup:.0f} s of the mix, {rss_end:.1f} MiB at the end, idle "
-          f"({(rss_end / rss_start - 1) * 100:+.1f}%); max during {max(rss_samples or [rss_end]):.1f} MiB")
+    print(f"RSS idle: {rss_fresh:.1f} MiB fresh, {rss_start:.1f} MiB after {warmup:.0f} s of the mix (the start), "
+          f"{rss_end:.1f} MiB at the end ({(rss_end / rss_start - 1) * 100:+.1f}%); "
+          f"max during {max(rss_samples or [rss_end]):.1f} MiB")
     print("RSS each minute (MiB): " + " ".join(f"{v:.0f}" for v in rss_samples[5::6]))
 
 

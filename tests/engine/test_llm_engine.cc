@@ -290,7 +290,9 @@ TEST(LlmEngine, BeamSearchWidthOneIsGreedyAndScoresAreTrueLogprobs) {
     for (size_t k = 0; k < 3; ++k) {
       const BeamSequence& s = b3[i].sequences[k];
       EXPECT_EQ(s.output_token_ids.size(), 10u);
-      if (k > 0) EXPECT_GE(b3[i].sequences[k - 1].cum_logprob / 10, s.cum_logprob / 10 - 1e-9);
+      if (k > 0) {
+        EXPECT_GE(b3[i].sequences[k - 1].cum_logprob / 10, s.cum_logprob / 10 - 1e-9);
+      }
       // The score is the sum of the model's logprobs of the chosen tokens: recompute it
       // independently with prompt logprobs over the whole sequence.
       SamplingParams check;
