@@ -108,24 +108,23 @@ fi
 
 if has bench8b; then
   T="$BIN/tessera"
-  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b1 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
+  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b1 "$T" bench latency --profile ops --model "$MODEL8B" --max-model-len 4096 \
     --batch-size 1 --input-len 128 --output-len 64 --num-iters 1 && grep "CUDA ops" "$LOG/ops_b1.log"
-  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b128 env TESSERA_CUDA_PROFILE=ops "$T" bench latency --model "$MODEL8B" --max-model-len 4096 \
+  [ "${SKIP_OPS:-0}" = 1 ] || step ops_b128 "$T" bench latency --profile ops --model "$MODEL8B" --max-model-len 4096 \
     --batch-size 128 --input-len 512 --output-len 32 --num-iters 1 --max-num-batched-tokens 8192 \
     && grep "CUDA ops" "$LOG/ops_b128.log"
   true
-  export TESSERA_CUDA_PROFILE=1
-  step decode_b1 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 1 --input-len 128 \
+  PROFILE="--profile ${PROFILE:-cuda}"  # PROFILE=engine,cuda adds the host's phases
+  step decode_b1 "$T" bench latency $PROFILE --model "$MODEL8B" --max-model-len 4096 --batch-size 1 --input-len 128 \
     --output-len 256 --num-iters 3 && tail -6 "$LOG/decode_b1.log"
-  step latency_b8 "$T" bench latency --model "$MODEL8B" --max-model-len 4096 --batch-size 8 --input-len 32 \
+  step latency_b8 "$T" bench latency $PROFILE --model "$MODEL8B" --max-model-len 4096 --batch-size 8 --input-len 32 \
     --output-len 128 --num-iters 10 --num-iters-warmup 3 && tail -6 "$LOG/latency_b8.log"
-  step throughput_512 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
+  step throughput_512 "$T" bench throughput $PROFILE --model "$MODEL8B" --max-model-len 4096 --num-prompts 128 \
     --input-len 512 --output-len 256 --max-num-batched-tokens 8192
   grep -E "Throughput|preemptions|profile" "$LOG/throughput_512.log"
-  [ "${SKIP_1000:-0}" = 1 ] || step throughput_1000 timeout 240 "$T" bench throughput --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
+  [ "${SKIP_1000:-0}" = 1 ] || step throughput_1000 timeout 240 "$T" bench throughput $PROFILE --model "$MODEL8B" --max-model-len 4096 --num-prompts 1000 \
     --input-len 1000 --output-len 1000 --max-num-seqs 512 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.95
   [ "${SKIP_1000:-0}" = 1 ] || grep -E "Throughput|preemptions|profile" "$LOG/throughput_1000.log"
-  unset TESSERA_CUDA_PROFILE
 fi
 
 if has serve8b; then

@@ -9,7 +9,7 @@
 //   per n: whole chains in one graph: the fused layer (4 GEMVs) x 32 + LM head, with and
 //     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
 //     left out of both), then the fused chain with PDL for each variant (the engine's
-//     TESSERA_GEMV_VARIANT=N runs variant N).
+//     TESSERA_GEMV_VARIANT=N runs variant N, tessera/tuning.h).
 // `bench_gemv --profile [V]` instead launches, at n = 1 and without graphs, q/k/v, gate/up
 // and down twice each as GEMV variant V (default 0) and twice as cuBLASLt (each on another
 // layer's weights): twelve kernels for a profiler (ncu) to compare, nothing printed.

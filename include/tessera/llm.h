@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "tessera/outputs.h"
 #include "tessera/sampling_params.h"
+#include "tessera/tuning.h"
 
 namespace tessera {
 
@@ -42,6 +43,8 @@ struct EngineArgs {
   std::optional<uint64_t> seed;  // default seed of requests without one
   bool disable_progress_bar = false;
   bool disable_log_stats = false;  // start-up lines (KV cache plan) on stderr
+  std::optional<Tuning> tuning;    // kernel and shape choices; unset: from the TESSERA_* environment
+  Profiling profiling;             // where time goes, printed when the engine ends
 };
 
 // A prompt as text or as token ids.

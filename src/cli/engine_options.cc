@@ -33,6 +33,16 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", a->async_scheduling,
                 "CUDA: schedule each step while the one before runs (default: on offline, off for serve)");
   cmd->add_flag("--disable-progress-bar", a->disable_progress_bar, "No progress bar on stderr");
+  cmd->add_option_function<std::string>(
+         "--profile",
+         [a](const std::string& spec) {
+           auto p = parse_profiling(spec);
+           if (!p.ok()) throw CLI::ValidationError(p.error());
+           a->profiling = *p;
+         },
+         "Print where time goes when the engine ends: engine (host time per step phase), cuda (device "
+         "time per phase), ops (device time per op; steps run eagerly); comma-separated")
+      ->type_name("WHAT");
 }
 
 void add_sampling_options(CLI::App* cmd, SamplingParams* p, int64_t* seed) {

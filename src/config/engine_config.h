@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "config/model_config.h"
 #include "kv/kv_cache.h"
+#include "tessera/tuning.h"
 
 namespace tessera {
 
@@ -33,6 +34,8 @@ struct EngineConfig {
   // host (Scheduler::schedule's look_ahead), so the device never waits for the host.
   bool async_scheduling = true;
   std::optional<uint64_t> seed;             // --seed: default seed of requests without one
+  Tuning tuning;                            // resolved: EngineArgs::tuning or the environment's
+  Profiling profiling;                      // --profile
 };
 
 // The token budget of one step for a (resolved) max_model_len.

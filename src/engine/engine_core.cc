@@ -42,9 +42,7 @@ EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& conf
   for (int64_t id : model_config.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_, eos_token_ids_);
   scratch_.resize(static_cast<size_t>(model_config.vocab_size));
-  if (const char* p = std::getenv("TESSERA_ENGINE_PROFILE"); p != nullptr && *p != '\0' && *p != '0') {
-    profile_.enabled = true;
-  }
+  profile_.enabled = config.profiling.engine;
 }
 
 namespace {

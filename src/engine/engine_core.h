@@ -129,7 +129,7 @@ class EngineCore : public EngineCoreBase {
   // Schedules and queues a step (look_ahead: behind the one in flight).
   void launch(bool look_ahead);
 
-  // TESSERA_ENGINE_PROFILE=1: where each step's host time goes (printed when the engine
+  // --profile engine: where each step's host time goes (printed when the engine
   // ends): scheduling, the runner, sampling and the scheduler's update, the time between
   // steps (the caller's work outside a step) and between launch_step and finish_step (the
   // caller's work while the step runs).

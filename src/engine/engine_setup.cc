@@ -9,8 +9,16 @@
 
 namespace tessera {
 
-EngineConfig engine_config_from(const EngineArgs& args) {
+Result<EngineConfig> engine_config_from(const EngineArgs& args) {
   EngineConfig config;
+  if (args.tuning) {
+    config.tuning = *args.tuning;
+  } else {
+    auto tuning = tuning_from_environment();
+    if (!tuning.ok()) return tuning.status();
+    config.tuning = *tuning;
+  }
+  config.profiling = args.profiling;
   config.block_size = args.block_size;
   if (args.kv_cache_memory > 0) config.kv_cache_memory = args.kv_cache_memory;
   config.kv_offload_memory = static_cast<int64_t>(args.kv_offloading_size * static_cast<double>(int64_t{1} << 30));
@@ -40,15 +48,17 @@ Result<LoadedEngine> load_engine(const EngineArgs& args) {
   auto device = resolve_device(args.device);
   if (!device.ok()) return device.status();
   e.device = *device;
+  auto config = engine_config_from(args);
+  if (!config.ok()) return config.status();
   Result<std::unique_ptr<EngineCore>> core = Status::error("unreachable");
   if (e.device == "cuda") {
 #ifdef TESSERA_HAVE_CUDA
     const auto* decoder = dynamic_cast<const DecoderModel*>(e.model.get());
     if (decoder == nullptr) return Status::error(args.model + ": this model has no CUDA implementation");
-    core = cuda::create_cuda_engine(*decoder, args, engine_config_from(args));
+    core = cuda::create_cuda_engine(*decoder, args, *config);
 #endif
   } else {
-    core = EngineCore::create(*e.model, engine_config_from(args));
+    core = EngineCore::create(*e.model, *config);
   }
   if (!core.ok()) return core.status();
   e.core = std::move(*core);

@@ -452,7 +452,7 @@ TEST(CudaAttention, PlanTilesPrefillRuns) {
   // Chosen per step (tile_rows 0) for 132 SMs: this batch's 5 tiles of 128 rows x 8 KV heads
   // are 40 CTAs, under two per SM: 64-row tiles. A 4096-token run (128 tiles, 1024 CTAs)
   // keeps 128 rows; no SM count: 128.
-  if (std::getenv("TESSERA_PREFILL_ROWS") == nullptr) {
+  {
     EXPECT_EQ(cuda::plan_attention(b.positions.data(), b.query_start_loc.data(), b.num_seqs(), 32, 8, 128,
                                    plan.data(), 0, 132)
                   .tile_rows,

@@ -7,7 +7,7 @@
 //   m_new = max(m, max_j x_j);   a = 2^(m - m_new)
 //   l = l * a + sum_j p_j;   acc = acc * a + sum_j p_j v_j;   p_j = 2^(x_j - m_new)
 // and out = acc / l. A token takes splits = min(num_splits, ceil(visible / 64)) of the
-// grid's num_splits (64, or TESSERA_ATTN_SPLIT_KEYS; the CTAs past them return at once;
+// grid's num_splits (64, or AttentionMetadata::min_split_keys; the CTAs past them return at once;
 // one split writes out directly). Split s covers keys [first + s*len, first + (s+1)*len),
 // len = ceil(visible / splits) rounded up to a step; its (acc, m, l) go to a workspace, and
 // the last split CTA of a (token, head chunk) to finish merges them (merge_if_last):
@@ -37,7 +37,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/attention_internal.h"
 #include "backend/cuda/fused_ops.h"
@@ -51,17 +50,6 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
-// Fewer visible keys per split than this: fewer splits (TESSERA_ATTN_SPLIT_KEYS overrides).
-// 64 keys (one step of each warp of a CTA at head_dim 128): the H200's batch-1 decode at
-// 128-384 keys 4.170 ms against 4.208 with 128 and 4.220 with 256 (same call); vLLM's
-// latency test (batch 8) the same within 0.1%.
-int min_split_keys() {
-  static const int keys = [] {
-    const char* v = std::getenv("TESSERA_ATTN_SPLIT_KEYS");
-    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 64;
-  }();
-  return keys;
-}
 
 struct Params {
   const bf16* q;
@@ -595,7 +583,7 @@ void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v
   p.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(static_cast<unsigned>(p.block_size)) : -1;
   p.sliding_window = static_cast<int>(std::min<int64_t>(shape.sliding_window, INT32_MAX));
   p.num_splits = num_splits;
-  p.min_split_keys = min_split_keys();
+  p.min_split_keys = std::max(1, meta.min_split_keys);
   p.scale_log2 = shape.scale * kLog2e;
   p.out = out;
   const int64_t parts = n * shape.num_heads * num_splits;
@@ -669,11 +657,7 @@ void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionM
   const int64_t n = meta.num_tokens;
   if (n == 0) return;
   const auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  static const bool enabled = [] {
-    const char* v = std::getenv("TESSERA_ROPE_IN_ATTENTION");
-    return v == nullptr || std::atoi(v) != 0;
-  }();
-  const bool fused = enabled && split_kv_shape(meta, shape, num_splits, workspace) &&
+  const bool fused = meta.rope_in_attention && split_kv_shape(meta, shape, num_splits, workspace) &&
                      !(meta.plan != nullptr && meta.plan_prefill_tiles > 0) && aligned(qkv) && aligned(rope.bias) &&
                      aligned(rope.q_norm) && aligned(rope.k_norm) && aligned(k_cache) && aligned(v_cache);
   if (!fused) {

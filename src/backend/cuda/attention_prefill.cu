@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "backend/cuda/attention_internal.h"
@@ -49,17 +48,6 @@ constexpr int kStages = 2;        // K/V tiles in shared memory: one computed, o
 constexpr int kExactBelow = 128;  // a warp whose rows see fewer keys than this splits P in two
 constexpr int kMinRunTokens = 16; // shorter runs take the split-KV kernel token by token
 constexpr float kLog2e = 1.4426950408889634f;
-
-// Query rows per CTA (token x head): 128 unless TESSERA_PREFILL_ROWS=64 (a tuning switch).
-// TESSERA_PREFILL_ROWS=64 or 128 fixes the tile rows; 0: chosen per step.
-int env_tile_rows() {
-  static const int rows = [] {
-    const char* e = std::getenv("TESSERA_PREFILL_ROWS");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v == 64 || v == 128 ? v : 0;
-  }();
-  return rows;
-}
 
 // Keys per K/V tile: 64, or 32 with two m-tiles per warp (S's registers).
 template <int MT>
@@ -414,7 +402,6 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
                                    int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int32_t* plan,
                                    int tile_rows, int num_sms) {
   AttentionPlanCounts counts;
-  if (tile_rows <= 0) tile_rows = env_tile_rows();
   if (tile_rows <= 0) {
     // 128-row tiles, unless they would leave SMs idle: under two CTAs (tile x KV head) per
     // SM, 64-row tiles (twice the CTAs; a 512-token chunk after 1,536 cached tokens on the

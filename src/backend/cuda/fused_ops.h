@@ -35,8 +35,8 @@ struct QkvRope {
 // the two ops). The attention CTAs rotate their query heads in their prologue, and the CTA
 // whose keys end at a token's position writes that token's K and V into the caches before it
 // reads them: so it needs that no token of the step attends to another token of the step
-// (each token the only one of its sequence: decode steps). TESSERA_ROPE_IN_ATTENTION=0
-// turns the fusion off. q_out: written by the two-op path only.
+// (each token the only one of its sequence: decode steps). meta.rope_in_attention
+// off turns the fusion off. q_out: written by the two-op path only.
 void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionMetadata& meta,
                           const AttentionShape& shape, int num_splits, void* workspace, bf16* q_out, bf16* k_cache,
                           bf16* v_cache, bf16* out, cudaStream_t stream);

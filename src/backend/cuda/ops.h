@@ -53,6 +53,10 @@ struct AttentionMetadata {
   int32_t plan_decode_tokens = 0;
   int32_t plan_prefill_tiles = 0;
   int32_t plan_tile_rows = 128;  // query rows (token x head) per tile: the plan's tile_rows
+  // Split-KV kernel: a token takes at most one split per this many visible keys.
+  int32_t min_split_keys = 64;
+  // rope_paged_attention: RoPE and the KV write inside the attention kernel where it can.
+  bool rope_in_attention = true;
 };
 
 struct AttentionShape {
@@ -113,8 +117,8 @@ size_t attention_workspace_bytes(int64_t num_tokens, int64_t num_heads, int64_t 
 // query_start_loc [num_seqs + 1] (CSR of each sequence's tokens, consecutive in the batch,
 // increasing positions) on the host; plan receives the decode tokens, then (first token,
 // tokens) per tile, at most attention_plan_ints(num_tokens) ints in all. head_dim 64 and 128
-// with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64; 0: as
-// TESSERA_PREFILL_ROWS (64 or 128) says, else 128 unless the step's 128-row tiles give
+// with G <= tile_rows only: other shapes get no tiles. tile_rows: 128 or 64; 0: 128
+// unless the step's 128-row tiles give
 // fewer than two CTAs (tile x KV head) per SM of num_sms, then 64 (no num_sms: 128). Point
 // AttentionMetadata::plan at a device copy and copy the counts and tile_rows into it (or
 // leave plan null when prefill_tiles == 0).

@@ -70,7 +70,7 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
     return std::unique_ptr<ModelRunner>(std::move(*runner));
   });
   if (!core.ok()) return core.status();
-  if (const char* w = std::getenv("TESSERA_CUDA_WARMUP"); w == nullptr || std::string(w) != "0") {
+  if (config.tuning.cuda_warmup) {
     const auto w0 = std::chrono::steady_clock::now();
     if (Status s = runner_ptr->warm_up(); !s.ok()) return s;
     if (!args.disable_log_stats) {

@@ -14,46 +14,27 @@ constexpr int64_t kAlign = 128;  // elements: 256-byte aligned tensors in the ar
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The decode GEMVs' kernel shape (gemv.h's variants). Steps of up to bulk_decode_max_tokens()
-// run every GEMV as the bulk variant: q/k/v and o too since the bulk consumers' rework
-// (batch-1 decode 4.147 ms against 4.198 with the cp.async kernel for them, H200, same
-// call); larger GEMV steps the cp.async variant 0. Tuning switches: TESSERA_GEMV_VARIANT=N
-// for q/k/v and o of every GEMV step (and the MLP where no bulk GEMV runs),
-// TESSERA_GEMV_MLP_VARIANT=N for the MLP and LM head of bulk steps.
-int variant_from_env(const char* name, int fallback) {
-  const char* e = std::getenv(name);
-  const int v = e != nullptr ? std::atoi(e) : fallback;
-  return v >= 0 && v < gemv_variant_count() ? v : fallback;
-}
-
-int decode_gemv_variant(bool bulk) {
-  static const int variant = variant_from_env("TESSERA_GEMV_VARIANT", -1);
-  return variant >= 0 ? variant : bulk ? kGemvBulkVariant : 0;
-}
-
-int bulk_gemv_variant() {
-  static const int variant = variant_from_env("TESSERA_GEMV_MLP_VARIANT", kGemvBulkVariant);
-  return variant;
-}
-
-// Decode steps of at most this many tokens run the MLP and the LM head as fused GEMVs with the
-// tensor-copy kernel, which streams those matrices fastest there: the chain of 32 layers and
-// the LM head 3.84 / 3.86 / 3.93 / 3.95 ms at 1 / 2 / 4 / 8 tokens against 4.15-4.19 with
-// cuBLASLt's (H200, bench_gemv). TESSERA_DECODE_BULK_TOKENS=N moves the bound (0: never).
-int64_t bulk_decode_max_tokens() {
-  static const int64_t tokens = [] {
-    const char* e = std::getenv("TESSERA_DECODE_BULK_TOKENS");
-    return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) : int64_t{8};
-  }();
-  return tokens;
-}
-
 #define TESSERA_GEMM_TRY(expr)                                  \
   do {                                                          \
     if (std::string e_ = (expr); !e_.empty()) return Status::error(e_); \
   } while (0)
 
 }  // namespace
+
+// The decode GEMVs' kernel shape (gemv.h's variants). Steps of up to decode_bulk_tokens run
+// every GEMV as the bulk variant (q/k/v and o too); larger GEMV steps the cp.async variant 0.
+// Tuning::gemv_variant overrides q/k/v and o of every GEMV step (and the MLP where no bulk
+// GEMV runs), Tuning::gemv_mlp_variant the MLP and LM head of bulk steps.
+void CudaModel::set_tuning(const Tuning& t) {
+  const auto valid = [](int v) { return v >= 0 && v < gemv_variant_count(); };
+  gemv_variant_ = valid(t.gemv_variant) ? t.gemv_variant : -1;
+  gemv_mlp_variant_ = valid(t.gemv_mlp_variant) ? t.gemv_mlp_variant : kGemvBulkVariant;
+  bulk_decode_tokens_ = std::max<int64_t>(0, t.decode_bulk_tokens);
+}
+
+int CudaModel::decode_gemv_variant(bool bulk) const {
+  return gemv_variant_ >= 0 ? gemv_variant_ : bulk ? kGemvBulkVariant : 0;
+}
 
 Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t rows, size_t attention_workspace_bytes) {
   max_tokens = tokens;
@@ -195,11 +176,11 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   // Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the memory's
   // speed (the norm in the prologue, the residual add in the epilogue), chained with
   // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs (set_decode_gemm;
-  // always the bulk GEMV at up to bulk_decode_max_tokens()). More tokens: cuBLASLt GEMMs
+  // always the bulk GEMV at up to bulk_decode_tokens_). More tokens: cuBLASLt GEMMs
   // with separate norms.
-  const bool bulk = small && n <= bulk_decode_max_tokens();
+  const bool bulk = small && n <= bulk_decode_tokens_;
   const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant(bulk)};
-  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant(false)};
+  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? gemv_mlp_variant_ : decode_gemv_variant(false)};
   // The KV offload's per-layer store waits: external while capturing, so that a graph waits
   // for each replay's own stores (the flag is invalid outside capture).
   unsigned kv_wait_flags = cudaEventWaitDefault;
@@ -291,13 +272,13 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
                           float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
-  const bool bulk = step.meta.num_tokens <= bulk_decode_max_tokens();
+  const bool bulk = step.meta.num_tokens <= bulk_decode_tokens_;
   if (uses_gemv(step.meta.num_tokens) && (!decode_head_gemm_ || bulk)) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
                               lm_head_, num_rows, d, config_.vocab_size, logits, stream,
-                              GemvOptions{.pdl = true, .variant = bulk ? bulk_gemv_variant() : decode_gemv_variant(false)}));
+                              GemvOptions{.pdl = true, .variant = bulk ? gemv_mlp_variant_ : decode_gemv_variant(false)}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet

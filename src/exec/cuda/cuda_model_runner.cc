@@ -70,20 +70,14 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
   r->max_model_len_ = max_model_len;
   r->use_graphs_ = use_graphs;
-  // TESSERA_DECODE_GEMM=0: the all-GEMV decode step (for comparison).
-  if (const char* g = std::getenv("TESSERA_DECODE_GEMM"); g != nullptr && std::string(g) == "0") {
-    r->model_->set_decode_gemm(false, false);
-  }
-  // cuBLASLt tuning of the decode MLP's shapes (up to 16 rows) by default: vLLM's latency
-  // test 0.613 -> 0.608 s on the H200, for no measurable start-up time. TESSERA_GEMM_TUNE=0
-  // turns it off, =1 tunes every shape of up to Gemm::kTuneMaxRows rows (measured: no gain
-  // at larger batches, 1.9 s more start-up), =N those of up to N rows.
-  r->tune_rows_ = kGemvMaxTokens;
-  if (const char* tune = std::getenv("TESSERA_GEMM_TUNE"); tune != nullptr && *tune != '\0') {
-    const int64_t rows = std::max<int64_t>(0, std::atoll(tune));
-    r->tune_rows_ = rows == 1 ? Gemm::kTuneMaxRows : rows;
-  }
+  // cuBLASLt tuning of the decode MLP's shapes (Tuning::gemm_tune_rows; docs/benchmarks.md
+  // has what larger bounds cost and gain).
+  r->tune_rows_ = config.tuning.gemm_tune_rows;
   r->model_->set_gemm_tuning(r->tune_rows_);
+  r->model_->set_tuning(config.tuning);
+  r->attention_split_keys_ = config.tuning.attention_split_keys;
+  r->rope_in_attention_ = config.tuning.rope_in_attention;
+  r->prefill_tile_rows_ = config.tuning.prefill_tile_rows;
   // vLLM's capture sizes: 1, 2, 4, then every 8, up to the sequence budget.
   for (int64_t b : {1, 2, 4}) {
     if (b <= config.max_num_seqs) r->graph_buckets_.push_back(b);
@@ -137,13 +131,13 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   }
   if (Status s = r->dev_next_.allocate(t, "sampled tokens"); !s.ok()) return s;
   if (Status s = r->dev_sampling_.allocate(t, "sampling parameters"); !s.ok()) return s;
-  if (const char* p = std::getenv("TESSERA_CUDA_PROFILE"); p != nullptr && *p != '\0' && *p != '0') {
+  if (config.profiling.cuda || config.profiling.ops) {
     r->profile_.enabled = true;
     for (int i = 0; i < Profile::kEvents; ++i) {
       TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.begin[i]), "cudaEventCreate");
       TESSERA_CUDA_TRY(cudaEventCreate(&r->profile_.end[i]), "cudaEventCreate");
     }
-    if (std::string(p) == "ops") {  // per-op times need eager steps
+    if (config.profiling.ops) {  // per-op times need eager steps
       r->op_timer_ = std::make_unique<OpTimer>();
       r->model_->set_timer(r->op_timer_.get());
       r->use_graphs_ = false;
@@ -345,7 +339,8 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     const size_t plan_at = l.capacity - attention_plan_ints(max_tokens_);
     const AttentionPlanCounts plan = plan_attention(in + l.positions, query_start_loc.data(),
                                                     static_cast<int64_t>(num_seqs), c.num_attention_heads,
-                                                    c.num_key_value_heads, c.head_dim, in + plan_at, 0, num_sms_);
+                                                    c.num_key_value_heads, c.head_dim, in + plan_at, prefill_tile_rows_,
+                                                    num_sms_);
     if (plan.prefill_tiles > 0) {
       TESSERA_CUDA_TRY(cudaMemcpyAsync(dev + plan_at, in + plan_at, plan.ints() * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, stream_),
@@ -596,6 +591,8 @@ CudaStep CudaModelRunner::device_step(int64_t num_tokens, bool one_token_per_seq
   step.meta.block_table_indptr = dev + l.indptr;
   step.meta.block_table_ids = dev + l.block_ids;
   step.meta.num_tokens = num_tokens;
+  step.meta.min_split_keys = attention_split_keys_;
+  step.meta.rope_in_attention = rope_in_attention_;
   step.one_token_per_seq = one_token_per_seq;
   step.num_splits = attention_num_splits(num_tokens, model_->config().num_key_value_heads, num_sms_, max_model_len_);
   step.logits_indices = dev + l.logits_indices;

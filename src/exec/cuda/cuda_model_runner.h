@@ -35,11 +35,10 @@ class CudaModelRunner : public ModelRunner {
   // Allocates the KV cache the plan sized, and its host tier when the plan has one (call
   // once, before the first step).
   Status allocate_kv(const KvCachePlan& plan);
-  // Before the first request (unless TESSERA_CUDA_WARMUP=0): one decode step of padding
-  // tokens per graph bucket, which captures every graph (and, with TESSERA_GEMM_TUNE=1,
-  // tunes the GEMMs first) so that serving never pays for it. On the H200 it takes 1.2 s
-  // for the 8B shape's 36 buckets and lifts 128 x 512 -> 256 from 7,287 to 8,406 output
-  // tok/s; the tuning adds 1.9 s and gains nothing there, so it stays off.
+  // Before the first request (unless Tuning::cuda_warmup is off): one decode step of padding
+  // tokens per graph bucket, which captures every graph (and tunes the GEMMs of up to
+  // Tuning::gemm_tune_rows rows first) so that serving never pays for it (its cost and
+  // gain: docs/benchmarks.md).
   Status warm_up();
 
   void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
@@ -108,6 +107,9 @@ class CudaModelRunner : public ModelRunner {
   int64_t max_logit_rows_ = 0;  // rows of device logits per LM-head chunk
   int32_t max_model_len_ = 0;
   bool use_graphs_ = false;
+  int attention_split_keys_ = 64;  // Tuning's choices for every step's attention
+  bool rope_in_attention_ = true;
+  int prefill_tile_rows_ = 0;
   int64_t tune_rows_ = 0;  // buckets up to this size: an eager run precedes the capture (GEMM timing)
   std::vector<int64_t> graph_buckets_;            // decode batch sizes with a graph, ascending
   // A decode graph: the executable, the graph it came from and, with KV offload, its wait
@@ -144,7 +146,7 @@ class CudaModelRunner : public ModelRunner {
   cudaEvent_t step_done_[2] = {nullptr, nullptr};  // per buffer set: its step's results are on the host
   std::vector<float> host_logits_;  // [rows, vocab]; only the rows the host processes are filled
 
-  // TESSERA_CUDA_PROFILE=1: where a step's time goes (host planning, device, the device's
+  // --profile cuda: where a step's time goes (host planning, device, the device's
   // idle time before it), averaged over decode-graph steps and other steps, printed to stderr.
   struct Profile {
     bool enabled = false;
@@ -157,7 +159,7 @@ class CudaModelRunner : public ModelRunner {
     int64_t last_seq = -1;  // launch count of the last profiled step
     void report() const;
   } profile_;
-  std::unique_ptr<OpTimer> op_timer_;  // TESSERA_CUDA_PROFILE=ops (graphs off)
+  std::unique_ptr<OpTimer> op_timer_;  // --profile ops (graphs off)
 };
 
 }  // namespace tessera::cuda

@@ -1,4 +1,4 @@
-// Device time per kind of op over eager steps (TESSERA_CUDA_PROFILE=ops): an event after
+// Device time per kind of op over eager steps (--profile ops): an event after
 // every op on the stream, the intervals summed per kind once the step has synchronized.
 // Decode steps and the others (prefill, mixed) are kept apart.
 #pragma once
