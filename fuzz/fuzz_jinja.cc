@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tokenizer/jinja/template.h"
+#include "chat/jinja/template.h"
 
 namespace {
 

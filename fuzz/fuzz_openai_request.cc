@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "server/chat_prompt.h"
 #include "server/openai_protocol.h"
-#include "tokenizer/chat_template.h"
 
 namespace {
 

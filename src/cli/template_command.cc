@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "cli/commands.h"
-#include "tokenizer/chat_template.h"
 
 namespace tessera::cli {
 namespace {

@@ -1,8 +1,8 @@
 // LLM::chat: conversations rendered by the model's chat template (or one given), tokenized
 // without adding special tokens (the template writes BOS itself, as vLLM does), generated.
+#include "chat/chat_template.h"
 #include "engine/engine_setup.h"
 #include "engine/llm_impl.h"
-#include "tokenizer/chat_template.h"
 
 namespace tessera {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "engine/engine_core.h"
 #include "engine/output_processor.h"
 #include "model/model.h"
 #include "tessera/llm.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera {

@@ -9,11 +9,11 @@
 #include <optional>
 #include <string>
 
+#include "chat/chat_template.h"
 #include "engine/async_engine.h"
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
 #include "server/worker_pool.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::server {

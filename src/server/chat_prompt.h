@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "common/status.h"
-#include "tokenizer/chat_template.h"
 
 namespace tessera::server {
 

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_template.h"
 #include "common/test_paths.h"
 #include "loader/gguf.h"
-#include "tokenizer/chat_template.h"
 #include "unit/test_file_writers.h"
 
 namespace tessera {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_template.h"
 #include "common/test_paths.h"
-#include "tokenizer/chat_template.h"
 
 namespace tessera {
 namespace {

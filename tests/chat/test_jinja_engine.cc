@@ -5,9 +5,9 @@
 #include <chrono>
 #include <string>
 
+#include "chat/chat_template.h"
+#include "chat/jinja/template.h"
 #include "common/test_paths.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja/template.h"
 
 namespace tessera::jinja {
 namespace {

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_template.h"
+#include "chat/jinja/template.h"
 #include "common/test_paths.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja/template.h"
 
 namespace tessera::jinja {
 namespace {

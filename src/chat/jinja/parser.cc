@@ -1,4 +1,4 @@
-#include "tokenizer/jinja/parser.h"
+#include "chat/jinja/parser.h"
 
 #include <algorithm>
 #include <initializer_list>

@@ -1,11 +1,11 @@
-#include "tokenizer/python_json.h"
+#include "chat/python_json.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-namespace tessera::tokenizer {
+namespace tessera::chat {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::optional<nlohmann::ordered_json> python_json_loads(std::string_view text) {
   return v;
 }
 
-}  // namespace tessera::tokenizer
+}  // namespace tessera::chat

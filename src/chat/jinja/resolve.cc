@@ -1,8 +1,8 @@
 // The pass after parsing: binds filter and test names to their implementations (jinja2
 // rejects unknown ones at compile time, except inside `if`s and conditional expressions)
 // and notes which loops read `loop`.
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/parser.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/parser.h"
 
 namespace tessera::jinja {
 namespace {

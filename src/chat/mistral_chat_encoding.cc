@@ -1,11 +1,11 @@
-#include "tokenizer/mistral_chat_encoding.h"
+#include "chat/mistral_chat_encoding.h"
 
 #include <optional>
 #include <string>
 
-#include "tokenizer/python_json.h"
+#include "chat/python_json.h"
 
-namespace tessera::tokenizer {
+namespace tessera::chat {
 
 namespace {
 
@@ -168,7 +168,7 @@ Result<std::vector<Message>> normalize(const Json& messages, std::optional<std::
 
 class Encoder {
  public:
-  explicit Encoder(const SentencePieceTokenizer& tok) : tok_(tok) {}
+  explicit Encoder(const tokenizer::SentencePieceTokenizer& tok) : tok_(tok) {}
 
   Status control(const char* piece) {
     auto id = tok_.token_to_id(piece);
@@ -187,17 +187,18 @@ class Encoder {
     ids_.push_back(*tok_.special_tokens().eos_id);
     return Status();
   }
-  std::vector<TokenId>& ids() { return ids_; }
+  std::vector<tokenizer::TokenId>& ids() { return ids_; }
 
  private:
-  const SentencePieceTokenizer& tok_;
-  std::vector<TokenId> ids_;
+  const tokenizer::SentencePieceTokenizer& tok_;
+  std::vector<tokenizer::TokenId> ids_;
 };
 
 }  // namespace
 
-Result<std::vector<TokenId>> mistral_encode_chat(const SentencePieceTokenizer& tok, MistralInstructVersion version,
-                                                 const nlohmann::ordered_json& request) {
+Result<std::vector<tokenizer::TokenId>> mistral_encode_chat(const tokenizer::SentencePieceTokenizer& tok,
+                                                            MistralInstructVersion version,
+                                                            const nlohmann::ordered_json& request) {
   if (!request.is_object() || !request.contains("messages") || !request["messages"].is_array()) {
     return Status::error("mistral chat: request needs a \"messages\" list");
   }
@@ -293,4 +294,4 @@ Result<std::vector<TokenId>> mistral_encode_chat(const SentencePieceTokenizer& t
   return std::move(enc.ids());
 }
 
-}  // namespace tessera::tokenizer
+}  // namespace tessera::chat

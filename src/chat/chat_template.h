@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja/template.h"
 #include "common/status.h"
-#include "tokenizer/jinja/template.h"
 
 namespace tessera {
 

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value.h"
+#include "chat/jinja/runtime.h"
+#include "chat/jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja/runtime.h"
+#include "chat/jinja/value.h"
 #include "common/status.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tessera::tokenizer {
+namespace tessera::chat {
 
 std::string python_json_dumps(const nlohmann::ordered_json& value);
 
 // json.loads(text), or nullopt where Python would raise JSONDecodeError.
 std::optional<nlohmann::ordered_json> python_json_loads(std::string_view text);
 
-}  // namespace tessera::tokenizer
+}  // namespace tessera::chat

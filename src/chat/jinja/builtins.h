@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value.h"
+#include "chat/jinja/runtime.h"
+#include "chat/jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "chat/jinja/value.h"
 
 namespace tessera::jinja {
 

@@ -1,11 +1,11 @@
-#include "tokenizer/jinja/operators.h"
+#include "chat/jinja/operators.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/text.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {

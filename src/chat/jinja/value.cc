@@ -1,10 +1,10 @@
-#include "tokenizer/jinja/value.h"
+#include "chat/jinja/value.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "tokenizer/jinja/text.h"
+#include "chat/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {

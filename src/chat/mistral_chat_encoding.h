@@ -16,14 +16,15 @@
 #include "common/status.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 
-namespace tessera::tokenizer {
+namespace tessera::chat {
 
 enum class MistralInstructVersion { kV1 = 1, kV2 = 2, kV3 = 3 };
 
 // request: {"messages": [{"role": "system"|"user"|"assistant"|"tool", "content": ...,
 // "tool_calls": [...], "tool_call_id": ..., "name": ..., "prefix": bool}], "tools": [...]}
 // in the OpenAI format. Starts with BOS. Errors say which message is malformed.
-Result<std::vector<TokenId>> mistral_encode_chat(const SentencePieceTokenizer& tok, MistralInstructVersion version,
-                                                 const nlohmann::ordered_json& request);
+Result<std::vector<tokenizer::TokenId>> mistral_encode_chat(const tokenizer::SentencePieceTokenizer& tok,
+                                                            MistralInstructVersion version,
+                                                            const nlohmann::ordered_json& request);
 
-}  // namespace tessera::tokenizer
+}  // namespace tessera::chat

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/text.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {

@@ -1,9 +1,9 @@
-#include "tokenizer/jinja/lexer.h"
+#include "chat/jinja/lexer.h"
 
 #include <cmath>
 #include <cstdlib>
 
-#include "tokenizer/jinja/text.h"
+#include "chat/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {

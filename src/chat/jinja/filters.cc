@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/text.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/operators.h"
+#include "chat/jinja/text.h"
 
 namespace tessera::jinja {
 namespace {

@@ -2,11 +2,11 @@
 // inside the engine and become Status at Template::render.
 #include <unordered_map>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/parser.h"
-#include "tokenizer/jinja/template.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/operators.h"
+#include "chat/jinja/parser.h"
+#include "chat/jinja/template.h"
 
 namespace tessera::jinja {
 namespace {
