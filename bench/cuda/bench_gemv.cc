@@ -8,8 +8,8 @@
 //   per n: the per-token sums 32 x (qkv + o + gate_up + down) + LM head of those;
 //   per n: whole chains in one graph: the fused layer (4 GEMVs) x 32 + LM head, with and
 //     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
-//     left out of both), then the fused chain with PDL for each variant (the engine's
-//     TESSERA_GEMV_VARIANT=N runs variant N, tessera/tuning.h).
+//     left out of both), then the fused chain with PDL for each variant (the engine
+//     runs variant 0 and, at up to 8 tokens, variant 5 as gemv.h's two shapes).
 // `bench_gemv --profile [V]` instead launches, at n = 1 and without graphs, q/k/v, gate/up
 // and down twice each as GEMV variant V (default 0) and twice as cuBLASLt (each on another
 // layer's weights): twelve kernels for a profiler (ncu) to compare, nothing printed.
@@ -29,11 +29,13 @@
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 #include "bench_util.h"
+#include "gemv_sweep.h"
 #include "llama8b_weights.h"
 
 namespace {
 
 namespace tc = tessera::cuda;
+namespace sweep = tessera::cuda::sweep;
 using tc::bf16;
 
 
@@ -72,21 +74,21 @@ void run_fused(Op op, const Model& w, const Acts& a, int64_t n, int l, const tc:
                cudaStream_t stream) {
   switch (op) {
     case kQkvOp:
-      check(tc::gemv({a.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, a.q, stream, opt), "qkv");
+      check(sweep::gemv({a.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, a.q, stream, opt), "qkv");
       break;
     case kOOp:
-      check(tc::gemv_add({a.attn}, w.o_w(l), n, kHidden, kHidden, a.hidden, stream, opt), "o");
+      check(sweep::gemv_add({a.attn}, w.o_w(l), n, kHidden, kHidden, a.hidden, stream, opt), "o");
       break;
     case kGateUpOp:
-      check(tc::gemv_silu_mul({a.hidden, nullptr, w.ffn_norm, kEps}, w.gate_up_w(l), n, kHidden, kInter, a.act, stream,
+      check(sweep::gemv_silu_mul({a.hidden, nullptr, w.ffn_norm, kEps}, w.gate_up_w(l), n, kHidden, kInter, a.act, stream,
                               opt),
             "gate_up");
       break;
     case kDownOp:
-      check(tc::gemv_add({a.act}, w.down_w(l), n, kInter, kHidden, a.hidden, stream, opt), "down");
+      check(sweep::gemv_add({a.act}, w.down_w(l), n, kInter, kHidden, a.hidden, stream, opt), "down");
       break;
     default:
-      check(tc::gemv_f32({a.hidden, a.rows, w.final_norm, kEps}, w.lm_head, n, kHidden, kVocab, a.logits, stream, opt),
+      check(sweep::gemv_f32({a.hidden, a.rows, w.final_norm, kEps}, w.lm_head, n, kHidden, kVocab, a.logits, stream, opt),
             "lm_head");
   }
 }
@@ -149,10 +151,10 @@ int main(int argc, char** argv) {
     check(cudaStreamSynchronize(stream), "profile");
     return 0;
   }
-  const int variants = tc::gemv_variant_count();
+  const int variants = sweep::variant_count();
   std::printf("variants:");
   for (int v = 0; v < variants; ++v) {
-    const tc::GemvVariant var = tc::gemv_variant(v);
+    const tc::GemvVariant var = sweep::variant(v);
     if (var.bulk) {
       std::printf("  v%d = bulk %d-row tiles x %d stages", v, var.tile_rows, var.stages);
     } else {

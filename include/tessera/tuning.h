@@ -20,11 +20,6 @@ struct Tuning {
   int prefill_tile_rows = 0;
   // Decode steps of at most this many tokens run the MLP and the LM head as bulk GEMVs (0: never).
   int64_t decode_bulk_tokens = 8;
-  // GEMV kernel shape for q/k/v and o of decode steps (and their MLP where no bulk GEMV
-  // runs): an index into gemv.h's shapes; -1: the default per step.
-  int gemv_variant = -1;
-  // GEMV kernel shape of the bulk MLP and LM head; -1: the bulk default.
-  int gemv_mlp_variant = -1;
   // cuBLASLt algorithm tuning at start-up for GEMM shapes of up to this many rows (0: none).
   int64_t gemm_tune_rows = 16;
   // Run one step of every decode batch size at start-up (captures the CUDA graphs then,

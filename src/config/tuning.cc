@@ -75,11 +75,6 @@ const std::vector<Entry>& entries() {
     add("TESSERA_DECODE_BULK_TOKENS", "8",
         "Decode steps of at most this many tokens run the MLP and LM head as bulk GEMVs (0: never).",
         int_field("TESSERA_DECODE_BULK_TOKENS", &Tuning::decode_bulk_tokens, 0, 16));
-    add("TESSERA_GEMV_VARIANT", "-1",
-        "GEMV kernel shape (an index into gemv.h's shapes) for q/k/v and o of decode steps; -1: per step.",
-        int_field("TESSERA_GEMV_VARIANT", &Tuning::gemv_variant, -1, 63));
-    add("TESSERA_GEMV_MLP_VARIANT", "-1", "GEMV kernel shape of the bulk MLP and LM head; -1: the bulk default.",
-        int_field("TESSERA_GEMV_MLP_VARIANT", &Tuning::gemv_mlp_variant, -1, 63));
     add("TESSERA_GEMM_TUNE", "16",
         "cuBLASLt algorithm tuning at start-up for GEMM shapes of up to N rows (0: none; at most 512).",
         int_field("TESSERA_GEMM_TUNE", &Tuning::gemm_tune_rows, 0, 512));

@@ -47,12 +47,10 @@ TEST(Tuning, EverySwitchIsDocumentedOnceWithItsDefault) {
     EXPECT_EQ(t->rope_in_attention, d.rope_in_attention) << s.env;
     EXPECT_EQ(t->prefill_tile_rows, d.prefill_tile_rows) << s.env;
     EXPECT_EQ(t->decode_bulk_tokens, d.decode_bulk_tokens) << s.env;
-    EXPECT_EQ(t->gemv_variant, d.gemv_variant) << s.env;
-    EXPECT_EQ(t->gemv_mlp_variant, d.gemv_mlp_variant) << s.env;
     EXPECT_EQ(t->gemm_tune_rows, d.gemm_tune_rows) << s.env;
     EXPECT_EQ(t->cuda_warmup, d.cuda_warmup) << s.env;
   }
-  EXPECT_EQ(names.size(), 8u);
+  EXPECT_EQ(names.size(), 6u);
 }
 
 TEST(Tuning, ValuesComeFromTheEnvironment) {

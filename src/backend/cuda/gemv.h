@@ -51,8 +51,7 @@ struct GemvOptions {
   // the previous kernel lets dependents start early (every GEMV here does, at its start),
   // so chains of these GEMVs overlap each other's ramp-up and tail.
   bool pdl = false;
-  // Kernel shape, an index into gemv_variant_count() (bench_gemv sweeps them); 0 is the
-  // default.
+  // Kernel shape, an index into gemv_variant_count(): 0 (cp.async) or kGemvBulkVariant.
   int variant = 0;
 };
 
@@ -76,7 +75,8 @@ std::string gemv_add(const GemvInput& in, const bf16* w, int64_t n, int64_t k, i
 std::string gemv_silu_mul(const GemvInput& in, const bf16* w_gate_up, int64_t n, int64_t k, int64_t inter, bf16* out,
                           cudaStream_t stream, const GemvOptions& opt = {});
 
-// The kernel shapes GemvOptions::variant picks from: warps per CTA (each takes every
+// The kernel shapes GemvOptions::variant picks from (the engine's two; bench_gemv sweeps
+// more candidates of the same templates, bench/cuda/gemv_sweep.*): warps per CTA (each takes every
 // warps-th 64-column step of k) and cp.async pipeline stages per warp; or (bulk) persistent
 // CTAs (one or two per SM) streaming tiles of `tile_rows` weight rows through a ring of
 // `stages` 16-KB tensor-map boxes, 8 warps doing the math (bulk needs k % 64 == 0; other
@@ -92,6 +92,6 @@ GemvVariant gemv_variant(int i);
 
 // The bulk variant with a 4-stage ring and two CTAs per SM: the fastest on the large decode
 // matrices (gate/up, down, LM head) at 1 and 2 tokens on the H200 (bench_gemv).
-constexpr int kGemvBulkVariant = 5;
+constexpr int kGemvBulkVariant = 1;
 
 }  // namespace tessera::cuda

@@ -21,20 +21,11 @@ int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-// The decode GEMVs' kernel shape (gemv.h's variants). Steps of up to decode_bulk_tokens run
-// every GEMV as the bulk variant (q/k/v and o too); larger GEMV steps the cp.async variant 0.
-// Tuning::gemv_variant overrides q/k/v and o of every GEMV step (and the MLP where no bulk
-// GEMV runs), Tuning::gemv_mlp_variant the MLP and LM head of bulk steps.
-void CudaModel::set_tuning(const Tuning& t) {
-  const auto valid = [](int v) { return v >= 0 && v < gemv_variant_count(); };
-  gemv_variant_ = valid(t.gemv_variant) ? t.gemv_variant : -1;
-  gemv_mlp_variant_ = valid(t.gemv_mlp_variant) ? t.gemv_mlp_variant : kGemvBulkVariant;
-  bulk_decode_tokens_ = std::max<int64_t>(0, t.decode_bulk_tokens);
-}
+void CudaModel::set_tuning(const Tuning& t) { bulk_decode_tokens_ = std::max<int64_t>(0, t.decode_bulk_tokens); }
 
-int CudaModel::decode_gemv_variant(bool bulk) const {
-  return gemv_variant_ >= 0 ? gemv_variant_ : bulk ? kGemvBulkVariant : 0;
-}
+// The decode GEMVs' kernel shape (gemv.h's two): steps of up to bulk_decode_tokens_ run every
+// GEMV as the bulk variant (q/k/v and o too), larger GEMV steps the cp.async variant 0.
+int CudaModel::decode_gemv_variant(bool bulk) { return bulk ? kGemvBulkVariant : 0; }
 
 Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t rows, size_t attention_workspace_bytes) {
   max_tokens = tokens;
@@ -175,12 +166,12 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
   };
   // Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the memory's
   // speed (the norm in the prologue, the residual add in the epilogue), chained with
-  // programmatic dependent launch; the MLP through cuBLASLt or fused GEMVs (set_decode_gemm;
-  // always the bulk GEMV at up to bulk_decode_tokens_). More tokens: cuBLASLt GEMMs
-  // with separate norms.
+  // programmatic dependent launch; the MLP as bulk GEMVs at up to bulk_decode_tokens_, else
+  // through cuBLASLt, which streams the large matrices faster than the cp.async GEMVs (with a
+  // norm and a SiLU kernel between; docs/benchmarks.md). More tokens: cuBLASLt GEMMs with
+  // separate norms.
   const bool bulk = small && n <= bulk_decode_tokens_;
   const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant(bulk)};
-  const GemvOptions mlp_pdl{.pdl = true, .variant = bulk ? gemv_mlp_variant_ : decode_gemv_variant(false)};
   // The KV offload's per-layer store waits: external while capturing, so that a graph waits
   // for each replay's own stores (the flag is invalid outside capture).
   unsigned kv_wait_flags = cudaEventWaitDefault;
@@ -231,11 +222,11 @@ Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const C
     if (small) {
       TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
       mark(OpTimer::kOGemm);
-      if (!decode_mlp_gemm_ || bulk) {
+      if (bulk) {
         TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
-                                       act.act.get(), stream, mlp_pdl));
+                                       act.act.get(), stream, pdl));
         mark(OpTimer::kGateUpGemm);
-        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, mlp_pdl));
+        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
         mark(OpTimer::kDownGemm);
         continue;
       }
@@ -273,12 +264,12 @@ Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int6
                           float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
   const bool bulk = step.meta.num_tokens <= bulk_decode_tokens_;
-  if (uses_gemv(step.meta.num_tokens) && (!decode_head_gemm_ || bulk)) {
+  if (uses_gemv(step.meta.num_tokens) && bulk) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
                                static_cast<float>(config_.rms_norm_eps)},
                               lm_head_, num_rows, d, config_.vocab_size, logits, stream,
-                              GemvOptions{.pdl = true, .variant = bulk ? gemv_mlp_variant_ : decode_gemv_variant(false)}));
+                              GemvOptions{.pdl = true, .variant = kGemvBulkVariant}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet

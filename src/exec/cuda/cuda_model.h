@@ -94,18 +94,8 @@ class CudaModel {
   void set_gemm_tuning(int64_t max_rows) { gemm_.set_tuning(max_rows); }
   // Marks each op's end on this timer (eager steps only; null: none).
   void set_timer(OpTimer* timer) { timer_ = timer; }
-  // GEMV kernel shapes and the bulk-decode bound (tessera/tuning.h).
+  // The bulk-decode bound (tessera/tuning.h).
   void set_tuning(const Tuning& tuning);
-  // Decode steps (uses_gemv): the MLP and the LM head through cuBLASLt (with a norm and a
-  // SiLU kernel between) instead of the fused cp.async GEMVs. cuBLASLt streams the large
-  // matrices faster than those (gate/up 56 vs 64 us, down 31 vs 35, LM head 247 vs 277 at
-  // n = 1 on the H200), which outweighs the two extra kernels; q/k/v and o stay fused GEMVs,
-  // where they win. Steps of up to 8 tokens take the bulk GEMVs for the MLP and LM head
-  // whatever this says (fused and faster: cuda_model.cc, bulk_decode_max_tokens).
-  void set_decode_gemm(bool mlp, bool head) {
-    decode_mlp_gemm_ = mlp;
-    decode_head_gemm_ = head;
-  }
 
  private:
   ModelConfig config_;
@@ -118,14 +108,10 @@ class CudaModel {
   std::vector<CudaLayer> layers_;
   Gemm gemm_;
   OpTimer* timer_ = nullptr;
-  bool decode_mlp_gemm_ = true;
-  bool decode_head_gemm_ = true;
   // Decode steps of at most this many tokens run the MLP and the LM head as bulk GEMVs,
   // which stream those matrices fastest there (docs/benchmarks.md).
   int64_t bulk_decode_tokens_ = 8;
-  int gemv_variant_ = -1;  // -1: per step (decode_gemv_variant)
-  int gemv_mlp_variant_ = kGemvBulkVariant;
-  int decode_gemv_variant(bool bulk) const;
+  static int decode_gemv_variant(bool bulk);
 };
 
 }  // namespace tessera::cuda
