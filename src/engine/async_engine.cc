@@ -1,4 +1,5 @@
 #include "engine/async_engine.h"
+#include "engine/request_validation.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,34 +54,7 @@ AsyncEngine::~AsyncEngine() {
 }
 
 Status AsyncEngine::validate(const std::vector<int32_t>& prompt, const SamplingParams& params) const {
-  if (std::string err = params.validate(); !err.empty()) return Status::error(err);
-  if (prompt.empty()) return Status::error("the prompt must contain at least one token");
-  const int64_t n = static_cast<int64_t>(prompt.size());
-  if (n >= max_model_len_) {
-    return Status::error("this model's maximum context length is " + std::to_string(max_model_len_) +
-                         " tokens, but the prompt has " + std::to_string(n) +
-                         " tokens (at least one must be left to generate)");
-  }
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= vocab_size_) {
-      return Status::error("prompt token id " + std::to_string(id) + " is out of the vocabulary [0, " +
-                           std::to_string(vocab_size_) + ")");
-    }
-  }
-  for (const auto& [id, bias] : params.logit_bias) {
-    if (id >= vocab_size_) return Status::error("logit_bias token id " + std::to_string(id) + " is out of the vocabulary");
-  }
-  for (int32_t id : params.allowed_token_ids) {
-    if (id >= vocab_size_) return Status::error("allowed_token_ids: token id " + std::to_string(id) + " is out of the vocabulary");
-  }
-  // Words come as token sequences here (engine/bad_words.h resolves them with the tokenizer).
-  if (!params.bad_words.empty()) return Status::error("bad_words must be resolved to token ids first");
-  for (const auto& word : params.bad_words_token_ids) {
-    for (int32_t id : word) {
-      if (id >= vocab_size_) return Status::error("bad_words token id " + std::to_string(id) + " is out of the vocabulary");
-    }
-  }
-  return Status();
+  return validate_request(prompt, params, RequestLimits{vocab_size_, max_model_len_});
 }
 
 std::shared_ptr<RequestStream> AsyncEngine::add_request(GenerateRequest request) {

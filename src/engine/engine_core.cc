@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include "common/check.h"
+#include "engine/request_validation.h"
 #include "exec/cpu_model_runner.h"
 
 #include <algorithm>
@@ -65,21 +66,10 @@ EngineCore::~EngineCore() {
 }
 
 Status EngineCore::add_request(std::unique_ptr<Request> r) {
-  const int64_t vocab = model_config_.vocab_size;
-  if (std::string err = r->params.validate(); !err.empty()) return Status::error(err);
-  if (r->prompt_token_ids.empty()) return Status::error("prompt must contain at least one token");
-  if (r->num_prompt_tokens() >= plan_.max_model_len) {
-    return Status::error("prompt of " + std::to_string(r->num_prompt_tokens()) +
-                         " tokens is too long: the maximum model length is " + std::to_string(plan_.max_model_len) +
-                         " tokens, and at least one must be left to generate");
-  }
-  for (int32_t id : r->prompt_token_ids) {
-    if (id < 0 || id >= vocab) {
-      return Status::error("prompt token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab) + ")");
-    }
-  }
-  for (const auto& [id, bias] : r->params.logit_bias) {
-    if (id >= vocab) return Status::error("logit_bias token id " + std::to_string(id) + " is out of the vocabulary");
+  if (Status s = validate_request(r->prompt_token_ids, r->params,
+                                  RequestLimits{model_config_.vocab_size, plan_.max_model_len});
+      !s.ok()) {
+    return s;
   }
   if (scheduler_->request(r->id) != nullptr) return Status::error("duplicate request id");
   const uint64_t seed = r->params.seed.value_or(seed_source_());

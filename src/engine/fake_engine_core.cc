@@ -1,4 +1,5 @@
 #include "engine/fake_engine_core.h"
+#include "engine/request_validation.h"
 
 #include <algorithm>
 #include <thread>
@@ -11,11 +12,8 @@ FakeEngineCore::FakeEngineCore(int64_t vocab_size, int32_t max_model_len, int32_
       eos_token_ids_(std::move(eos_token_ids)), step_interval_(step_interval) {}
 
 Status FakeEngineCore::add_request(std::unique_ptr<Request> r) {
-  if (std::string err = r->params.validate(); !err.empty()) return Status::error(err);
-  if (r->prompt_token_ids.empty()) return Status::error("prompt must contain at least one token");
-  if (r->num_prompt_tokens() >= max_model_len_) return Status::error("prompt is too long");
-  for (int32_t id : r->prompt_token_ids) {
-    if (id < 0 || id >= vocab_size_) return Status::error("prompt token id out of range");
+  if (Status s = validate_request(r->prompt_token_ids, r->params, RequestLimits{vocab_size_, max_model_len_}); !s.ok()) {
+    return s;
   }
   if (requests_.count(r->id) != 0) return Status::error("duplicate request id");
   waiting_.push_back(r.get());

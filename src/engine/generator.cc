@@ -1,4 +1,5 @@
 #include "engine/generator.h"
+#include "engine/request_validation.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,14 +17,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Result<RequestOutput> Generator::generate(const std::vector<int32_t>& prompt,
                                           const SamplingParams& params, GenerationTiming* timing) {
   const ModelConfig& c = model_.config();
-  if (std::string err = params.validate(); !err.empty()) return Status::error(err);
-  if (prompt.empty()) return Status::error("prompt must contain at least one token");
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= c.vocab_size) {
-      return Status::error("prompt token id " + std::to_string(id) + " is out of range [0, " +
-                           std::to_string(c.vocab_size) + ")");
-    }
-  }
+  const RequestLimits limits{c.vocab_size, static_cast<int32_t>(c.max_position_embeddings)};
+  if (Status s = validate_request(prompt, params, limits); !s.ok()) return s;
   const int64_t total = static_cast<int64_t>(prompt.size()) + params.max_tokens;
   if (total > c.max_position_embeddings) {
     return Status::error("prompt (" + std::to_string(prompt.size()) + " tokens) + max_tokens (" +
