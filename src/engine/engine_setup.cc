@@ -4,7 +4,7 @@
 
 #include "model/layers/decoder_model.h"
 #ifdef TESSERA_HAVE_CUDA
-#include "exec/cuda/cuda_engine.h"
+#include "engine/cuda/cuda_engine.h"
 #endif
 
 namespace tessera {

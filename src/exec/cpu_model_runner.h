@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "exec/forward_batch.h"
+#include "backend/forward_batch.h"
 #include "exec/model_runner.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"

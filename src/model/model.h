@@ -6,7 +6,7 @@
 
 #include "common/status.h"
 #include "config/model_config.h"
-#include "exec/forward_batch.h"
+#include "backend/forward_batch.h"
 #include "kv/kv_cache.h"
 
 namespace tessera {

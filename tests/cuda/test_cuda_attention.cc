@@ -24,7 +24,7 @@
 #include "backend/cuda/fused_ops.h"
 #include "backend/cuda/ops.h"
 #include "cuda/cuda_test_util.h"
-#include "exec/forward_batch.h"
+#include "backend/forward_batch.h"
 
 namespace tessera {
 namespace {

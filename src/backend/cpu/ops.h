@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "config/model_config.h"
-#include "exec/forward_batch.h"
+#include "backend/forward_batch.h"
 #include "tensor/tensor.h"
 
 namespace tessera::cpu {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config/model_config.h"
-#include "exec/forward_batch.h"
+#include "backend/forward_batch.h"
 #include "kv/kv_cache.h"
 #include "model/layers/linear.h"
 #include "model/layers/weight_names.h"

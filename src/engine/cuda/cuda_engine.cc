@@ -1,4 +1,4 @@
-#include "exec/cuda/cuda_engine.h"
+#include "engine/cuda/cuda_engine.h"
 
 #include <chrono>
 #include <cstdio>
