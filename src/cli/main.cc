@@ -32,9 +32,7 @@ namespace {
 
 // An idle OpenMP thread spins 300,000 times (libgomp's default) before it sleeps. On cores
 // shared with another busy program the spinning threads take the time slices the working
-// ones need: on the 2-core VM two SmolLM2 decodes at once took 800 ms per step each, 34 ms
-// with 2,000 spins, 17-19 ms never spinning; alone, 9.5 ms either way (11-12 ms never
-// spinning). libgomp reads its environment when it loads, before main, so the bound needs
+// ones need (docs/benchmarks.md, "OpenMP spinning"). libgomp reads its environment when it loads, before main, so the bound needs
 // a fresh exec; OMP_WAIT_POLICY or GOMP_SPINCOUNT given by the user are kept.
 void bound_openmp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;

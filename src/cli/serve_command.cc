@@ -232,7 +232,7 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   // vLLM's name for the positional; "model" would clash with --model in CLI11 2.4.
   cmd->add_option("model_tag", o->model_positional, "Model directory, .safetensors or .gguf file (or --model)");
   // Off by default here: a request arriving while a step runs waits for the step already
-  // queued behind it (H200, 8B, c=64: TTFT p50 162 -> 214 ms for +0.7% tok/s).
+  // queued behind it (what that costs in TTFT: docs/benchmarks.md, "Async scheduling").
   o->engine.async_scheduling = false;
   add_engine_options(cmd, &o->engine);
   cmd->get_option("--model")->required(false);

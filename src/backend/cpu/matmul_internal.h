@@ -64,7 +64,7 @@ inline __m128 sum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
 }
 
 // Decode streams weights from DRAM; the hardware prefetcher alone leaves single-thread GEMV
-// at ~60% of the bandwidth on Zen 3 (measured 5.5 -> 7-9 GB/s with this). Prefetch the
+// well short of the bandwidth (docs/benchmarks.md, "Matmul kernels"). Prefetch the
 // kStepBytes consumed per step, kPrefetchDistance bytes ahead of the stream position p.
 inline constexpr int kPrefetchDistance = 2048;
 template <int kStepBytes>

@@ -126,8 +126,8 @@ __device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
 // 16 bytes of the cache at p. The cache streams through once per step: its loads skip L1
 // and go first from L2 (policy: l2_evict_first). Past the key range: zeros (a V row there
 // may hold NaN, and 0 * NaN = NaN). kCoherent: not the non-coherent path (the CTA wrote some
-// of the rows it reads, ordered before by a __syncthreads). The H200 at 448 sequences x
-// 1,500 keys: 4,393 GB/s against 4,323 with plain loads (the grid's KV heads side by side).
+// of the rows it reads, ordered before by a __syncthreads). (Against plain loads:
+// docs/benchmarks.md, "Decode attention's grid order".)
 __device__ __forceinline__ uint64_t l2_evict_first() {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -598,7 +598,7 @@ void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v
   TESSERA_CHECK(heads_y <= 65535);
   // A token's KV heads side by side in the grid, so that the CTAs running at once read
   // whole blocks of the cache (a slot holds every KV head's row) rather than one head's
-  // 256-byte rows 2 KB apart: 4,323 against 4,228 GB/s at 448 sequences x 1,500 keys.
+  // 256-byte rows 2 KB apart (docs/benchmarks.md, "Decode attention's grid order").
   p.heads_fastest = ctas_x <= 65535;
   const dim3 grid = p.heads_fastest
                         ? dim3(static_cast<unsigned>(heads_y), static_cast<unsigned>(ctas_x), num_splits)

@@ -404,8 +404,7 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
   AttentionPlanCounts counts;
   if (tile_rows <= 0) {
     // 128-row tiles, unless they would leave SMs idle: under two CTAs (tile x KV head) per
-    // SM, 64-row tiles (twice the CTAs; a 512-token chunk after 1,536 cached tokens on the
-    // H200: 146 TFLOP/s against 104).
+    // SM, 64-row tiles (twice the CTAs; docs/benchmarks.md has the gain).
     tile_rows = 128;
     const int64_t g = num_kv_heads > 0 ? num_heads / num_kv_heads : 0;
     if (num_sms > 0 && g > 0 && g <= 64) {
