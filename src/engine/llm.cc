@@ -12,7 +12,6 @@
 #include "engine/bad_words.h"
 #include "engine/engine_setup.h"
 #include "engine/llm_impl.h"
-#include "engine/request_validation.h"
 
 namespace tessera {
 
@@ -109,7 +108,6 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
   std::unordered_map<RequestId, size_t> child_of;
   const double arrival = now_seconds();
   int64_t in_tokens = 0;
-  const RequestLimits limits{m.engine->vocab_size(), m.engine->max_model_len()};
   for (size_t i = 0; i < prompts.size(); ++i) {
     RequestOutput& res = results[i];
     res.request_id = std::to_string(m.next_request++);
@@ -143,11 +141,6 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
         res.error = s.message();
         continue;
       }
-    }
-    // The server's check, once per prompt before its n children are queued.
-    if (Status s = validate_request(res.prompt_token_ids, p, limits); !s.ok()) {
-      res.error = s.message();
-      continue;
     }
     for (int64_t c = 0; c < p.n; ++c) {
       Impl::Child child;

@@ -1,6 +1,7 @@
-// The one check of a request before it is queued, whoever queues it: the offline LLM, the
-// server (through AsyncEngine) and the engine cores themselves. One function, so that a bad
-// request gets the same error text offline and online.
+// The one check of a request before it is queued: the engine cores run it on every request
+// (so the offline LLM gets it), and the server runs it first through AsyncEngine::validate
+// to answer 400 before queueing. One function, so that a bad request gets the same error
+// text offline and online.
 #pragma once
 
 #include <cstdint>
