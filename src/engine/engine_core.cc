@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <random>
 
 namespace tessera {
@@ -25,8 +26,12 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelConfig& model_
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
   return create(model.config(), config, [&](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
-    return std::unique_ptr<ModelRunner>(
-        std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks, config.max_num_seqs));
+    try {  // the KV cache's memory is reserved here, and may not be there
+      return std::unique_ptr<ModelRunner>(
+          std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks, config.max_num_seqs));
+    } catch (const std::exception& e) {
+      return Status::error(e.what());
+    }
   });
 }
 
