@@ -6,31 +6,15 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/sentencepiece_tokenizer.h"
+#include "mistral_models.h"
 #include "vocab_test_util.h"
 
 namespace tessera::tokenizer {
 namespace {
 
-std::string mistral_dir() { return testing::shared_data() + "/tokenizer-tests/mistral-common"; }
-
-std::string model_path(int version) {
-  switch (version) {
-    case 1: return mistral_dir() + "/tokenizer.model.v1";
-    case 2: return mistral_dir() + "/mistral_instruct_tokenizer_240216.model.v2";
-    case 3: return mistral_dir() + "/mistral_instruct_tokenizer_240323.model.v3";
-    default: return mistral_dir() + "/mistral_instruct_tokenizer_241114.model.v7";
-  }
-}
-
-std::unique_ptr<SentencePieceTokenizer> load_or_skip(int version) {
-  auto t = SentencePieceTokenizer::load(model_path(version));
-  if (!t.ok()) return nullptr;
-  return std::move(t.value());
-}
-
 TEST(SentencePiece, EncodesDecodesAndParsesControlPieces) {
-  auto tok = load_or_skip(3);
-  if (!tok) GTEST_SKIP() << "missing " << model_path(3);
+  auto tok = testing::load_mistral_model(3);
+  if (!tok) GTEST_SKIP() << "missing " << testing::mistral_model_path(3);
   EXPECT_EQ(tok->vocab_size(), 32768u);
   EXPECT_EQ(tok->special_tokens().bos_id, 1);
   EXPECT_EQ(tok->special_tokens().eos_id, 2);
@@ -70,8 +54,8 @@ TEST(SentencePiece, EncodesDecodesAndParsesControlPieces) {
 
 TEST(SentencePiece, LoadTokenizerFindsEveryVersion) {
   for (int v : {1, 2, 3, 7}) {
-    if (!testing::exists(model_path(v))) continue;
-    auto tok = load_tokenizer(model_path(v));
+    if (!testing::exists(testing::mistral_model_path(v))) continue;
+    auto tok = load_tokenizer(testing::mistral_model_path(v));
     ASSERT_TRUE(tok.ok()) << tok.error();
     auto ids = (*tok)->encode("Hello", true);
     ASSERT_TRUE(ids.ok());
