@@ -14,7 +14,7 @@ set(TESSERA_LAYER_tokenizer common loader)
 set(TESSERA_LAYER_chat common loader tokenizer)
 set(TESSERA_LAYER_core common)
 set(TESSERA_LAYER_sample common)
-set(TESSERA_LAYER_sched common core kv)
+set(TESSERA_LAYER_sched common config core kv)
 set(TESSERA_LAYER_backend common config sample tensor)
 set(TESSERA_LAYER_model backend common config kv loader tensor)
 set(TESSERA_LAYER_exec backend common config core kv model sample sched tensor)
@@ -22,7 +22,7 @@ set(TESSERA_LAYER_engine chat common config core exec kv model sample sched toke
 set(TESSERA_LAYER_server chat common engine tokenizer)
 set(TESSERA_LAYERS common tensor kv loader config tokenizer chat core sample sched backend model exec engine server)
 # include/tessera/: the plain-data headers for every layer, the engine's API from engine up.
-set(TESSERA_PUBLIC_DATA_HEADERS sampling_params.h outputs.h tuning.h)
+set(TESSERA_PUBLIC_DATA_HEADERS sampling_params.h outputs.h tuning.h engine_args.h)
 set(TESSERA_PUBLIC_ENGINE_LAYERS engine server)
 
 set(TESSERA_LAYER_VIEWS ${CMAKE_BINARY_DIR}/layer-views)

@@ -138,7 +138,7 @@ int run_serve(ServeOptions o) {
       return 1;
     }
     loaded = std::move(*l);
-    std::fprintf(stderr, "tessera: %s\n", loaded.core->plan().describe().c_str());
+    std::fprintf(stderr, "tessera: %s\n", loaded.core->plan().describe(loaded.core->max_model_len()).c_str());
     if (!loaded.tokenizer) std::fprintf(stderr, "tessera: no tokenizer (%s): token-id prompts only\n", loaded.tokenizer_error.c_str());
     core = std::move(loaded.core);
   }

@@ -5,7 +5,7 @@
 
 namespace tessera {
 
-std::string KvCachePlan::describe() const {
+std::string KvCachePlan::describe(int32_t max_model_len) const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 "KV cache: %lld blocks of %lld tokens (%.1f MiB); maximum concurrency for %d tokens per request: %.2fx",
@@ -21,65 +21,99 @@ std::string KvCachePlan::describe() const {
   return line;
 }
 
-int32_t resolve_max_num_batched_tokens(const EngineConfig& c, int32_t max_model_len) {
-  constexpr int32_t kDefault = 2048;
-  if (c.max_num_batched_tokens > 0) return c.max_num_batched_tokens;
-  return c.enable_chunked_prefill ? kDefault : std::max(kDefault, max_model_len);
-}
-
-Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
-  if (c.block_size < 1 || c.block_size > 1024 || (c.block_size & (c.block_size - 1)) != 0) {
-    return Status::error("block_size must be a power of two in [1, 1024], got " + std::to_string(c.block_size));
+Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfig& m) {
+  if (a.block_size < 1 || a.block_size > 1024 || (a.block_size & (a.block_size - 1)) != 0) {
+    return Status::error("block_size must be a power of two in [1, 1024], got " + std::to_string(a.block_size));
   }
-  if (c.max_num_seqs < 1) return Status::error("max_num_seqs must be at least 1");
-  if (c.max_num_batched_tokens < 0) return Status::error("max_num_batched_tokens must be at least 1");
-  if (c.max_model_len < 0 || c.max_model_len > m.max_position_embeddings) {
-    return Status::error("max_model_len " + std::to_string(c.max_model_len) + " exceeds the model's maximum of " +
+  if (a.max_num_seqs < 1) return Status::error("max_num_seqs must be at least 1");
+  if (a.max_num_batched_tokens < 0) return Status::error("max_num_batched_tokens must be at least 1");
+  if (a.max_model_len < 0 || a.max_model_len > m.max_position_embeddings) {
+    return Status::error("max_model_len " + std::to_string(a.max_model_len) + " exceeds the model's maximum of " +
                          std::to_string(m.max_position_embeddings));
   }
-  if (c.kv_cache_memory < 0) return Status::error("kv_cache_memory must not be negative");
-  KvCachePlan plan;
-  plan.max_model_len = c.max_model_len > 0 ? c.max_model_len : static_cast<int32_t>(m.max_position_embeddings);
-  if (plan.max_model_len < 2) return Status::error("max_model_len must be at least 2");
-  plan.max_num_batched_tokens = resolve_max_num_batched_tokens(c, plan.max_model_len);
-  if (!c.enable_chunked_prefill && plan.max_num_batched_tokens < plan.max_model_len) {
+  if (a.kv_cache_memory < 0) return Status::error("kv_cache_memory must not be negative");
+  if (!(a.kv_offloading_size >= 0.0) || a.kv_offloading_size > 1048576.0) {
+    return Status::error("kv_offloading_size must be in [0, 1048576] GiB");
+  }
+  if (a.kv_offloading_size > 0.0 && !a.enable_prefix_caching) {
+    return Status::error("KV offloading keeps prefix-cache blocks: it needs prefix caching");
+  }
+  if (!(a.gpu_memory_utilization > 0.0) || a.gpu_memory_utilization > 1.0) {
+    return Status::error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(a.gpu_memory_utilization));
+  }
+  EngineConfig c;
+  SchedulerConfig& s = c.scheduler;
+  s.max_model_len = a.max_model_len > 0 ? a.max_model_len : static_cast<int32_t>(m.max_position_embeddings);
+  if (s.max_model_len < 2) return Status::error("max_model_len must be at least 2");
+  s.max_num_seqs = a.max_num_seqs;
+  s.enable_chunked_prefill = a.enable_chunked_prefill;
+  s.async_scheduling = a.async_scheduling;
+  constexpr int32_t kDefaultBatchedTokens = 2048;  // vLLM's
+  s.max_num_batched_tokens = a.max_num_batched_tokens > 0 ? a.max_num_batched_tokens
+                             : a.enable_chunked_prefill    ? kDefaultBatchedTokens
+                                                           : std::max(kDefaultBatchedTokens, s.max_model_len);
+  if (!s.enable_chunked_prefill && s.max_num_batched_tokens < s.max_model_len) {
     // A prompt longer than one step's budget could never be scheduled, and everything
     // queued behind it would wait forever.
-    return Status::error("max_num_batched_tokens (" + std::to_string(plan.max_num_batched_tokens) +
-                         ") is smaller than max_model_len (" + std::to_string(plan.max_model_len) +
+    return Status::error("max_num_batched_tokens (" + std::to_string(s.max_num_batched_tokens) +
+                         ") is smaller than max_model_len (" + std::to_string(s.max_model_len) +
                          ") without chunked prefill, so longer prompts could never run: raise "
                          "--max-num-batched-tokens, lower --max-model-len or enable chunked prefill");
   }
+  CacheConfig& k = c.cache;
+  k.block_size = a.block_size;
+  k.kv_cache_memory = a.kv_cache_memory;
+  k.kv_offload_memory = static_cast<int64_t>(a.kv_offloading_size * static_cast<double>(int64_t{1} << 30));
+  k.enable_prefix_caching = a.enable_prefix_caching;
+  c.device.device = a.device;
+  c.device.gpu_memory_utilization = a.gpu_memory_utilization;
+  c.device.use_cuda_graphs = !a.enforce_eager;
+  c.seed = a.seed;
+  if (a.tuning) {
+    c.tuning = *a.tuning;
+  } else {
+    auto tuning = tuning_from_environment();
+    if (!tuning.ok()) return tuning.status();
+    c.tuning = *tuning;
+  }
+  c.profiling = a.profiling;
+  c.log_stats = !a.disable_log_stats;
+  return c;
+}
+
+Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
+  const CacheConfig& k = c.cache;
+  const int32_t max_model_len = c.scheduler.max_model_len;
+  KvCachePlan plan;
   plan.shape.num_layers = m.num_hidden_layers;
-  plan.shape.block_size = c.block_size;
+  plan.shape.block_size = k.block_size;
   plan.shape.num_kv_heads = m.num_key_value_heads;
   plan.shape.head_dim = m.head_dim;
-  plan.shape.dtype_bytes = c.kv_dtype_bytes;
+  plan.shape.dtype_bytes = k.kv_dtype_bytes;
   plan.shape.num_blocks = 1;
   plan.bytes_per_block = plan.shape.bytes();  // one block, all layers, K and V
-  const int64_t needed = (plan.max_model_len + c.block_size - 1) / c.block_size;
+  const int64_t needed = (max_model_len + k.block_size - 1) / k.block_size;
   // The cache is reserved (resident) at start, so the default takes no more than
   // max_num_seqs full-length sequences can use at once.
-  const int64_t budget = c.kv_cache_memory > 0
-                             ? c.kv_cache_memory
-                             : std::min(kDefaultKvCacheMemory, needed * c.max_num_seqs * plan.bytes_per_block);
+  const int64_t budget =
+      k.kv_cache_memory > 0
+          ? k.kv_cache_memory
+          : std::min(kDefaultKvCacheMemory, needed * c.scheduler.max_num_seqs * plan.bytes_per_block);
   const int64_t usable = budget / plan.bytes_per_block;
   if (usable < needed) {
     return Status::error("kv_cache_memory of " + std::to_string(budget) + " bytes holds " +
-                         std::to_string(usable * c.block_size) + " tokens, fewer than max_model_len " +
-                         std::to_string(plan.max_model_len) + " (" + std::to_string(plan.bytes_per_block / c.block_size) +
+                         std::to_string(usable * k.block_size) + " tokens, fewer than max_model_len " +
+                         std::to_string(max_model_len) + " (" + std::to_string(plan.bytes_per_block / k.block_size) +
                          " bytes per token): raise --kv-cache-memory or lower --max-model-len");
   }
   if (usable > (int64_t{1} << 30)) return Status::error("kv_cache_memory is too large");
   plan.shape.num_blocks = usable + 1;  // + the null block
-  if (c.kv_offload_memory < 0) return Status::error("kv_offloading_size must not be negative");
-  if (c.kv_offload_memory > 0) {
-    if (!c.enable_prefix_caching) return Status::error("KV offloading keeps prefix-cache blocks: it needs prefix caching");
-    const int64_t host = c.kv_offload_memory / plan.bytes_per_block;
+  if (k.kv_offload_memory > 0) {
+    const int64_t host = k.kv_offload_memory / plan.bytes_per_block;
     if (host > (int64_t{1} << 30)) return Status::error("kv_offloading_size is too large");
     plan.num_host_blocks = static_cast<int32_t>(host);
   }
-  plan.max_concurrency = static_cast<double>(usable * c.block_size) / plan.max_model_len;
+  plan.max_concurrency = static_cast<double>(usable * k.block_size) / max_model_len;
   return plan;
 }
 

@@ -28,7 +28,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const Engin
   return create(model.config(), config, [&](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
     try {  // the KV cache's memory is reserved here, and may not be there
       return std::unique_ptr<ModelRunner>(
-          std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks, config.max_num_seqs));
+          std::make_unique<CpuModelRunner>(model, plan.shape, plan.num_host_blocks, config.scheduler.max_num_seqs));
     } catch (const std::exception& e) {
       return Status::error(e.what());
     }
@@ -38,15 +38,10 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const Engin
 EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& config, const KvCachePlan& plan)
     : model_config_(model_config), config_(config), plan_(plan),
       seed_source_(config.seed.value_or(std::random_device{}())) {
-  kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.block_size,
-                                         config.enable_prefix_caching, plan.num_host_blocks);
-  SchedulerConfig sc;
-  sc.max_num_batched_tokens = plan.max_num_batched_tokens;
-  sc.max_num_seqs = config.max_num_seqs;
-  sc.max_model_len = plan.max_model_len;
-  sc.enable_chunked_prefill = config.enable_chunked_prefill;
+  kv_ = std::make_unique<KvCacheManager>(static_cast<int32_t>(plan.shape.num_blocks), config.cache.block_size,
+                                         config.cache.enable_prefix_caching, plan.num_host_blocks);
   for (int64_t id : model_config.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
-  scheduler_ = std::make_unique<Scheduler>(sc, *kv_, eos_token_ids_);
+  scheduler_ = std::make_unique<Scheduler>(config.scheduler, *kv_, eos_token_ids_);
   scratch_.resize(static_cast<size_t>(model_config.vocab_size));
   profile_.enabled = config.profiling.engine;
 }
@@ -72,7 +67,7 @@ EngineCore::~EngineCore() {
 
 Status EngineCore::add_request(std::unique_ptr<Request> r) {
   if (Status s = validate_request(r->prompt_token_ids, r->params,
-                                  RequestLimits{model_config_.vocab_size, plan_.max_model_len});
+                                  RequestLimits{model_config_.vocab_size, config_.scheduler.max_model_len});
       !s.ok()) {
     return s;
   }
@@ -156,7 +151,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   // preempt).
   const double t0 = profile_.enabled ? now_ms() : 0.0;
   if (profile_.enabled) profile_.overlap_ms += t0 - profile_.launch_end_ms;
-  if (in_flight_.size() == 1 && config_.async_scheduling && !look_ahead_stalled_ && runner_->launches_async() &&
+  if (in_flight_.size() == 1 && config_.scheduler.async_scheduling && !look_ahead_stalled_ && runner_->launches_async() &&
       runner_->tokens_stay_on_device()) {
     launch(/*look_ahead=*/true);
   } else {

@@ -95,6 +95,7 @@ class EngineCore : public EngineCoreBase {
   ~EngineCore() override;
 
   const KvCachePlan& plan() const { return plan_; }
+  const EngineConfig& config() const { return config_; }
   const ModelConfig& model_config() const { return model_config_; }
 
   Status add_request(std::unique_ptr<Request> request) override;
@@ -107,7 +108,7 @@ class EngineCore : public EngineCoreBase {
   bool has_unfinished() const override { return scheduler_->has_unfinished() || !in_flight_.empty(); }
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;
-  int32_t max_model_len() const override { return plan_.max_model_len; }
+  int32_t max_model_len() const override { return config_.scheduler.max_model_len; }
   int64_t vocab_size() const override { return model_config_.vocab_size; }
 
  private:

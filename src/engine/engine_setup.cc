@@ -9,29 +9,6 @@
 
 namespace tessera {
 
-Result<EngineConfig> engine_config_from(const EngineArgs& args) {
-  EngineConfig config;
-  if (args.tuning) {
-    config.tuning = *args.tuning;
-  } else {
-    auto tuning = tuning_from_environment();
-    if (!tuning.ok()) return tuning.status();
-    config.tuning = *tuning;
-  }
-  config.profiling = args.profiling;
-  config.block_size = args.block_size;
-  if (args.kv_cache_memory > 0) config.kv_cache_memory = args.kv_cache_memory;
-  config.kv_offload_memory = static_cast<int64_t>(args.kv_offloading_size * static_cast<double>(int64_t{1} << 30));
-  config.max_model_len = args.max_model_len;
-  config.max_num_seqs = args.max_num_seqs;
-  config.max_num_batched_tokens = args.max_num_batched_tokens;
-  config.enable_prefix_caching = args.enable_prefix_caching;
-  config.enable_chunked_prefill = args.enable_chunked_prefill;
-  config.async_scheduling = args.async_scheduling;
-  config.seed = args.seed;
-  return config;
-}
-
 Result<LoadedEngine> load_engine(const EngineArgs& args) {
   LoadedEngine e;
   auto model = load_model(args.model);
@@ -48,14 +25,14 @@ Result<LoadedEngine> load_engine(const EngineArgs& args) {
   auto device = resolve_device(args.device);
   if (!device.ok()) return device.status();
   e.device = *device;
-  auto config = engine_config_from(args);
+  auto config = resolve_engine_config(args, e.model->config());
   if (!config.ok()) return config.status();
   Result<std::unique_ptr<EngineCore>> core = Status::error("unreachable");
   if (e.device == "cuda") {
 #ifdef TESSERA_HAVE_CUDA
     const auto* decoder = dynamic_cast<const DecoderModel*>(e.model.get());
     if (decoder == nullptr) return Status::error(args.model + ": this model has no CUDA implementation");
-    core = cuda::create_cuda_engine(*decoder, args, *config);
+    core = cuda::create_cuda_engine(*decoder, *config);
 #endif
   } else {
     core = EngineCore::create(*e.model, *config);

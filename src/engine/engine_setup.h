@@ -13,10 +13,6 @@
 
 namespace tessera {
 
-// The engine's configuration from the user's arguments; tuning from the environment when
-// args.tuning is unset (an invalid TESSERA_* value is an error).
-Result<EngineConfig> engine_config_from(const EngineArgs& args);
-
 struct LoadedEngine {
   std::unique_ptr<Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: token-id prompts only

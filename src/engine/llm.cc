@@ -60,11 +60,13 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineArgs& args) {
   impl->engine = std::move(loaded->core);
   impl->stats.num_kv_blocks = impl->engine->plan().shape.num_blocks - 1;
   for (int64_t id : impl->model->config().eos_token_ids) impl->eos_token_ids.push_back(static_cast<int32_t>(id));
-  if (!args.disable_log_stats) std::fprintf(stderr, "tessera: %s\n", impl->engine->plan().describe().c_str());
+  if (!args.disable_log_stats) {
+    std::fprintf(stderr, "tessera: %s\n", impl->engine->plan().describe(impl->engine->max_model_len()).c_str());
+  }
   return std::unique_ptr<LLM>(new LLM(std::move(impl)));
 }
 
-int32_t LLM::max_model_len() const { return impl_->engine->plan().max_model_len; }
+int32_t LLM::max_model_len() const { return impl_->engine->max_model_len(); }
 int64_t LLM::vocab_size() const { return impl_->model->config().vocab_size; }
 
 const std::vector<int32_t>& LLM::eos_token_ids() const { return impl_->eos_token_ids; }

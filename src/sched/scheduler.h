@@ -12,18 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/engine_config.h"
 #include "core/request.h"
 #include "kv/kv_cache_manager.h"
 #include "sched/scheduler_output.h"
 
 namespace tessera {
-
-struct SchedulerConfig {
-  int32_t max_num_batched_tokens = 2048;  // token budget per step
-  int32_t max_num_seqs = 256;             // running requests at once
-  int32_t max_model_len = 2048;           // prompt + output tokens of one request
-  bool enable_chunked_prefill = true;     // else a prompt is admitted only when it fits whole
-};
 
 // A request's new token from one step, and whether that finished it.
 struct StepResult {

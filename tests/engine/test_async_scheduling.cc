@@ -120,15 +120,19 @@ Core make_core(bool async_scheduling, int64_t kv_blocks, int32_t max_num_seqs = 
   m.head_dim = 8;
   m.max_position_embeddings = 256;
   m.eos_token_ids = {kEos};
-  EngineConfig c;
-  c.block_size = 4;
-  c.kv_dtype_bytes = 2;
-  c.kv_cache_memory = kv_blocks * 2 * 8 * 4 * 2;  // K and V, head_dim 8, 4 tokens, 2 bytes
-  c.max_model_len = 64;
-  c.max_num_seqs = max_num_seqs;
-  c.max_num_batched_tokens = 32;
-  c.async_scheduling = async_scheduling;
-  c.seed = 1;
+  EngineArgs a;
+  a.block_size = 4;
+  a.kv_cache_memory = kv_blocks * 2 * 8 * 4 * 2;  // K and V, head_dim 8, 4 tokens, 2 bytes
+  a.max_model_len = 64;
+  a.max_num_seqs = max_num_seqs;
+  a.max_num_batched_tokens = 32;
+  a.async_scheduling = async_scheduling;
+  a.seed = 1;
+  a.tuning = Tuning{};
+  auto resolved = resolve_engine_config(a, m);
+  EXPECT_TRUE(resolved.ok()) << resolved.error();
+  EngineConfig c = *resolved;
+  c.cache.kv_dtype_bytes = 2;
   Core out;
   auto core = EngineCore::create(m, c, [&out](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
     auto r = std::make_unique<ScriptedRunner>(plan.shape.block_size);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 
 #include "config/engine_config.h"
 #include "engine/engine_setup.h"
@@ -124,14 +125,21 @@ ModelConfig llama8b_like() {
   return m;
 }
 
+// The plan of a config resolved from args, with the KV element size of a backend.
+Result<KvCachePlan> plan_for(const EngineArgs& args, int64_t kv_dtype_bytes = 4) {
+  auto config = resolve_engine_config(args, llama8b_like());
+  if (!config.ok()) return config.status();
+  config->cache.kv_dtype_bytes = kv_dtype_bytes;
+  return plan_kv_cache(*config, llama8b_like());
+}
+
 TEST(PlanKvCache, Bf16BlocksHoldTwiceTheTokensOfFp32) {
-  EngineConfig c;
-  c.max_model_len = 4096;
-  c.kv_cache_memory = int64_t{1} << 30;
-  auto fp32 = plan_kv_cache(c, llama8b_like());
+  EngineArgs a;
+  a.max_model_len = 4096;
+  a.kv_cache_memory = int64_t{1} << 30;
+  auto fp32 = plan_for(a);
   ASSERT_TRUE(fp32.ok()) << fp32.error();
-  c.kv_dtype_bytes = 2;
-  auto bf16 = plan_kv_cache(c, llama8b_like());
+  auto bf16 = plan_for(a, 2);
   ASSERT_TRUE(bf16.ok()) << bf16.error();
   // 32 layers x K,V x 8 heads x 128 dims x 2 bytes = 128 KiB per token, 2 MiB per block.
   EXPECT_EQ(bf16->bytes_per_block, int64_t{2} << 20);
@@ -142,38 +150,74 @@ TEST(PlanKvCache, Bf16BlocksHoldTwiceTheTokensOfFp32) {
 }
 
 TEST(PlanKvCache, TooLittleMemoryForOneRequestNamesTheFix) {
-  EngineConfig c;
-  c.kv_dtype_bytes = 2;
-  c.max_model_len = 8192;
-  c.kv_cache_memory = int64_t{512} << 20;  // 4096 tokens of the 8B shape
-  auto plan = plan_kv_cache(c, llama8b_like());
+  EngineArgs a;
+  a.max_model_len = 8192;
+  a.kv_cache_memory = int64_t{512} << 20;  // 4096 tokens of the 8B shape
+  auto plan = plan_for(a, 2);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.error().find("fewer than max_model_len 8192"), std::string::npos) << plan.error();
 }
 
-TEST(PlanKvCache, NoChunkedPrefillNeedsABudgetOfMaxModelLen) {
-  EngineConfig c;
-  c.kv_dtype_bytes = 2;
-  c.max_model_len = 8192;
-  c.kv_cache_memory = int64_t{2} << 30;
-  c.enable_chunked_prefill = false;
+TEST(ResolveEngineConfig, NoChunkedPrefillNeedsABudgetOfMaxModelLen) {
+  EngineArgs a;
+  a.max_model_len = 8192;
+  a.enable_chunked_prefill = false;
   // The default budget follows: a prompt of max_model_len - 1 tokens fits one step.
-  auto plan = plan_kv_cache(c, llama8b_like());
-  ASSERT_TRUE(plan.ok()) << plan.error();
-  EXPECT_EQ(plan->max_num_batched_tokens, 8192);
+  auto c = resolve_engine_config(a, llama8b_like());
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->scheduler.max_num_batched_tokens, 8192);
   // A budget set below max_model_len would admit prompts that can never be scheduled.
-  c.max_num_batched_tokens = 2048;
-  plan = plan_kv_cache(c, llama8b_like());
-  ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.error().find("max_num_batched_tokens (2048) is smaller than max_model_len (8192)"), std::string::npos)
-      << plan.error();
+  a.max_num_batched_tokens = 2048;
+  c = resolve_engine_config(a, llama8b_like());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("max_num_batched_tokens (2048) is smaller than max_model_len (8192)"), std::string::npos)
+      << c.error();
   // With chunked prefill any budget works; the default is 2048.
-  c.enable_chunked_prefill = true;
-  plan = plan_kv_cache(c, llama8b_like());
-  ASSERT_TRUE(plan.ok()) << plan.error();
-  EXPECT_EQ(plan->max_num_batched_tokens, 2048);
-  c.max_num_batched_tokens = 0;
-  EXPECT_EQ(plan_kv_cache(c, llama8b_like())->max_num_batched_tokens, 2048);
+  a.enable_chunked_prefill = true;
+  c = resolve_engine_config(a, llama8b_like());
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->scheduler.max_num_batched_tokens, 2048);
+  a.max_num_batched_tokens = 0;
+  EXPECT_EQ(resolve_engine_config(a, llama8b_like())->scheduler.max_num_batched_tokens, 2048);
+}
+
+TEST(ResolveEngineConfig, EveryDefaultComesFromEngineArgs) {
+  EngineArgs a;
+  a.tuning = Tuning{};
+  auto c = resolve_engine_config(a, llama8b_like());
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->scheduler.max_model_len, 131072);  // the model's maximum
+  EXPECT_EQ(c->scheduler.max_num_seqs, a.max_num_seqs);
+  EXPECT_EQ(c->scheduler.enable_chunked_prefill, a.enable_chunked_prefill);
+  EXPECT_EQ(c->scheduler.async_scheduling, a.async_scheduling);
+  EXPECT_EQ(c->cache.block_size, a.block_size);
+  EXPECT_EQ(c->cache.enable_prefix_caching, a.enable_prefix_caching);
+  EXPECT_EQ(c->cache.kv_cache_memory, 0);  // fixed by the device's memory plan
+  EXPECT_EQ(c->device.use_cuda_graphs, !a.enforce_eager);
+  EXPECT_DOUBLE_EQ(c->device.gpu_memory_utilization, a.gpu_memory_utilization);
+  EXPECT_EQ(c->log_stats, !a.disable_log_stats);
+}
+
+TEST(ResolveEngineConfig, KnobsOutOfRangeNameTheKnob) {
+  const std::pair<std::function<void(EngineArgs&)>, std::string> cases[] = {
+      {[](EngineArgs& a) { a.block_size = 12; }, "block_size must be a power of two"},
+      {[](EngineArgs& a) { a.max_num_seqs = 0; }, "max_num_seqs must be at least 1"},
+      {[](EngineArgs& a) { a.max_model_len = 1 << 30; }, "exceeds the model's maximum of 131072"},
+      {[](EngineArgs& a) { a.kv_cache_memory = -1; }, "kv_cache_memory must not be negative"},
+      {[](EngineArgs& a) { a.gpu_memory_utilization = 0.0; }, "gpu_memory_utilization must be in (0, 1]"},
+      {[](EngineArgs& a) {
+         a.kv_offloading_size = 1.0;
+         a.enable_prefix_caching = false;
+       },
+       "it needs prefix caching"},
+  };
+  for (const auto& [edit, text] : cases) {
+    EngineArgs a;
+    edit(a);
+    auto c = resolve_engine_config(a, llama8b_like());
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(c.error().find(text), std::string::npos) << c.error();
+  }
 }
 
 }  // namespace
@@ -183,19 +227,19 @@ namespace tessera {
 namespace {
 
 TEST(PlanKvCache, TheDefaultTakesNoMoreThanTheSequencesCanUse) {
-  EngineConfig c;  // kv_cache_memory 0: the default
-  c.max_model_len = 1024;
-  c.max_num_seqs = 2;
-  auto plan = plan_kv_cache(c, llama8b_like());
+  EngineArgs a;  // kv_cache_memory 0: the default
+  a.max_model_len = 1024;
+  a.max_num_seqs = 2;
+  auto plan = plan_for(a);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->shape.num_blocks - 1, 2 * 1024 / 16);  // two sequences of 64 blocks
-  c.max_num_seqs = 256;  // would need 32 GiB of fp32 blocks: the 1 GiB default holds
-  plan = plan_kv_cache(c, llama8b_like());
+  a.max_num_seqs = 256;  // would need 32 GiB of fp32 blocks: the 1 GiB default holds
+  plan = plan_for(a);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ((plan->shape.num_blocks - 1) * plan->bytes_per_block, kDefaultKvCacheMemory);
-  c.kv_cache_memory = int64_t{3} << 30;  // set explicitly: taken as it is
-  c.max_num_seqs = 1;
-  plan = plan_kv_cache(c, llama8b_like());
+  a.kv_cache_memory = int64_t{3} << 30;  // set explicitly: taken as it is
+  a.max_num_seqs = 1;
+  plan = plan_for(a);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ((plan->shape.num_blocks - 1) * plan->bytes_per_block, int64_t{3} << 30);
 }

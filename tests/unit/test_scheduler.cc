@@ -70,6 +70,16 @@ std::vector<int32_t> prompt_of(int n, int32_t seed) {
   return p;
 }
 
+// The scheduler's budgets for these tests (an engine resolves them from EngineArgs).
+SchedulerConfig test_config() {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 2048;
+  c.max_num_seqs = 256;
+  c.max_model_len = 2048;
+  c.enable_chunked_prefill = true;
+  return c;
+}
+
 struct Harness {
   KvCacheManager kv;
   Scheduler sched;
@@ -117,7 +127,7 @@ std::vector<std::pair<uint64_t, int32_t>> step_shape(const SchedulerOutput& out)
 using Shape = std::vector<std::pair<uint64_t, int32_t>>;
 
 TEST(Scheduler, TokenBudgetChunksPrefillAndDecodesGoFirst) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_batched_tokens = 16;
   Harness h(64, 4, cfg);
   h.add(1, prompt_of(10, 1), 3);
@@ -136,7 +146,7 @@ TEST(Scheduler, TokenBudgetChunksPrefillAndDecodesGoFirst) {
 }
 
 TEST(Scheduler, WithoutChunkedPrefillAPromptWaitsUntilItFitsWhole) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_batched_tokens = 16;
   cfg.enable_chunked_prefill = false;
   Harness h(64, 4, cfg);
@@ -149,7 +159,7 @@ TEST(Scheduler, WithoutChunkedPrefillAPromptWaitsUntilItFitsWhole) {
 }
 
 TEST(Scheduler, MaxNumSeqsLimitsRunningRequests) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_seqs = 2;
   Harness h(64, 4, cfg);
   for (uint64_t i = 1; i <= 3; ++i) h.add(i, prompt_of(5, static_cast<int32_t>(i)), 2);
@@ -161,7 +171,7 @@ TEST(Scheduler, MaxNumSeqsLimitsRunningRequests) {
 }
 
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndResumesIdentically) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   // Reference run with plenty of blocks.
   Harness big(64, 4, cfg);
   big.add(1, prompt_of(8, 1), 12);
@@ -186,7 +196,7 @@ TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndResumesIdentically) {
 }
 
 TEST(Scheduler, PriorityOrdersAdmissionAndPreemption) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_seqs = 1;
   Harness h(64, 4, cfg);
   h.add(1, prompt_of(4, 1), 1, /*priority=*/5);
@@ -198,7 +208,7 @@ TEST(Scheduler, PriorityOrdersAdmissionAndPreemption) {
   h.run_to_completion();
 
   // Out of blocks, the low-priority request is preempted even though it arrived first.
-  Harness p(6, 4, SchedulerConfig{}, false);  // 5 usable blocks
+  Harness p(6, 4, test_config(), false);  // 5 usable blocks
   p.add(1, prompt_of(8, 1), 12, /*priority=*/9);
   p.add(2, prompt_of(8, 2), 12, /*priority=*/0);
   std::vector<uint64_t> victims;
@@ -211,7 +221,7 @@ TEST(Scheduler, PriorityOrdersAdmissionAndPreemption) {
 }
 
 TEST(Scheduler, AbortFreesBlocksAtOnce) {
-  Harness h(64, 4, SchedulerConfig{});
+  Harness h(64, 4, test_config());
   h.add(1, prompt_of(9, 1), 50);
   h.add(2, prompt_of(9, 2), 50);
   h.step();
@@ -229,7 +239,7 @@ TEST(Scheduler, AbortFreesBlocksAtOnce) {
 }
 
 TEST(Scheduler, EosStopTokensAndMinTokens) {
-  Harness h(64, 4, SchedulerConfig{});
+  Harness h(64, 4, test_config());
   // Pick the fake runner's first token as a stop token of request 1.
   const auto prompt = prompt_of(5, 1);
   const int32_t first = FakeRunner::next_token(prompt);
@@ -251,7 +261,7 @@ TEST(Scheduler, EosStopTokensAndMinTokens) {
 }
 
 TEST(Scheduler, PrefixHitsSkipComputeAndReadTheSharedBlocks) {
-  Harness h(64, 4, SchedulerConfig{});
+  Harness h(64, 4, test_config());
   h.add(1, prompt_of(13, 7), 2);
   h.step();
   h.add(2, prompt_of(13, 7), 2);
@@ -268,7 +278,7 @@ TEST(Scheduler, PrefixHitsSkipComputeAndReadTheSharedBlocks) {
 // read, the manager its invariants, and every request ends finished or aborted.
 void randomized_arrivals_aborts_and_preemptions(int32_t host_blocks) {
   std::mt19937 rng(11);
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_batched_tokens = 48;
   cfg.max_num_seqs = 12;
   cfg.max_model_len = 200;
@@ -317,7 +327,7 @@ TEST(Scheduler, RandomizedRunsWithKvOffloadReadBackTheirTokens) { randomized_arr
 // length; out of blocks, the schedule stops instead of preempting; the results of both steps
 // then apply in order, and a request finished by the first has the second's dropped.
 TEST(Scheduler, LookAheadDecodesPendingTokensAndNeverPreempts) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_batched_tokens = 64;
   Harness h(9, 4, cfg);  // 8 usable blocks of 4 tokens
   h.add(1, prompt_of(6, 1), 2);   // two blocks; ends at its second token
@@ -366,7 +376,7 @@ TEST(Scheduler, LookAheadDecodesPendingTokensAndNeverPreempts) {
 }
 
 TEST(Scheduler, LookAheadOutOfBlocksStallsInsteadOfPreempting) {
-  SchedulerConfig cfg;
+  SchedulerConfig cfg = test_config();
   cfg.max_num_batched_tokens = 64;
   Harness h(5, 4, cfg);  // 4 usable blocks of 4 tokens
   h.add(1, prompt_of(8, 1), 20);  // exactly 2 blocks: its first decode needs a third

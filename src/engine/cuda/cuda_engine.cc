@@ -17,15 +17,11 @@ std::string device_unavailable_reason() {
   return "";
 }
 
-Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model, const EngineArgs& args,
-                                                       EngineConfig config) {
+Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model, EngineConfig config) {
   const auto t0 = std::chrono::steady_clock::now();
   TESSERA_CUDA_TRY(cudaSetDevice(0), "cudaSetDevice");
   cudaDeviceProp prop{};
   TESSERA_CUDA_TRY(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  if (args.gpu_memory_utilization <= 0.0 || args.gpu_memory_utilization > 1.0) {
-    return Status::error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(args.gpu_memory_utilization));
-  }
   const ModelConfig& mc = model.config();
   if (mc.head_dim > 256 || mc.head_dim % 2 != 0) {
     return Status::error("the CUDA backend supports even head_dim up to 256, not " + std::to_string(mc.head_dim));
@@ -38,11 +34,7 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   const size_t weight_bytes = (*cuda_model)->weight_bytes();
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const int32_t max_model_len =
-      config.max_model_len > 0 ? config.max_model_len : static_cast<int32_t>(mc.max_position_embeddings);
-  // The step buffers are sized by the budget the scheduler will use (plan_kv_cache resolves the same).
-  config.max_num_batched_tokens = resolve_max_num_batched_tokens(config, max_model_len);
-  auto runner = CudaModelRunner::create(std::move(*cuda_model), config, max_model_len, !args.enforce_eager);
+  auto runner = CudaModelRunner::create(std::move(*cuda_model), config);
   if (!runner.ok()) return runner.status();
 
   // What is left for the KV cache: the share of the device this engine may use, minus what
@@ -51,17 +43,16 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   size_t free_bytes = 0, total_bytes = 0;
   TESSERA_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   constexpr int64_t kHeadroom = int64_t{512} << 20;
-  const int64_t allowed = static_cast<int64_t>(args.gpu_memory_utilization * static_cast<double>(total_bytes));
+  const double utilization = config.device.gpu_memory_utilization;
+  const int64_t allowed = static_cast<int64_t>(utilization * static_cast<double>(total_bytes));
   const int64_t in_use = static_cast<int64_t>(total_bytes - free_bytes);
-  config.kv_dtype_bytes = 2;
-  if (args.kv_cache_memory > 0) {
-    config.kv_cache_memory = args.kv_cache_memory;
-  } else {
-    config.kv_cache_memory = allowed - in_use - kHeadroom;
-    if (config.kv_cache_memory <= 0) {
+  config.cache.kv_dtype_bytes = 2;
+  if (config.cache.kv_cache_memory == 0) {  // not set: what the share leaves
+    config.cache.kv_cache_memory = allowed - in_use - kHeadroom;
+    if (config.cache.kv_cache_memory <= 0) {
       return Status::error("the model needs " + std::to_string(in_use >> 20) + " MiB of the device's " +
                            std::to_string(total_bytes >> 20) + " MiB, more than gpu_memory_utilization " +
-                           std::to_string(args.gpu_memory_utilization) + " allows: raise it");
+                           std::to_string(utilization) + " allows: raise it");
     }
   }
   CudaModelRunner* runner_ptr = runner->get();
@@ -73,12 +64,12 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   if (config.tuning.cuda_warmup) {
     const auto w0 = std::chrono::steady_clock::now();
     if (Status s = runner_ptr->warm_up(); !s.ok()) return s;
-    if (!args.disable_log_stats) {
+    if (config.log_stats) {
       std::fprintf(stderr, "tessera: CUDA graphs captured for every decode batch size in %.2f s\n",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count());
     }
   }
-  if (!args.disable_log_stats) {
+  if (config.log_stats) {
     std::fprintf(stderr, "tessera: CUDA device 0: %s, %d SMs, %zu MiB; weights %zu MiB (bf16) copied in %.2f s\n",
                  prop.name, prop.multiProcessorCount, total_bytes >> 20, weight_bytes >> 20, load_s);
   }

@@ -10,7 +10,6 @@
 #include "config/engine_config.h"
 #include "engine/engine_core.h"
 #include "model/layers/decoder_model.h"
-#include "tessera/llm.h"
 
 namespace tessera::cuda {
 
@@ -19,9 +18,8 @@ std::string device_unavailable_reason();
 
 // Copies the model's weights to device 0 and plans its memory before the first request:
 // weights, then step buffers for config's budgets, then the KV cache fills what
-// gpu_memory_utilization leaves of the device (or exactly args.kv_cache_memory when set).
-// Prints the plan on stderr unless args.disable_log_stats.
-Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model, const EngineArgs& args,
-                                                       EngineConfig config);
+// gpu_memory_utilization leaves of the device (or exactly cache.kv_cache_memory when set).
+// Prints the plan on stderr with config.log_stats.
+Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model, EngineConfig config);
 
 }  // namespace tessera::cuda

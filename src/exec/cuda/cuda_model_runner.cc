@@ -57,8 +57,7 @@ CudaModelRunner::~CudaModelRunner() {
 }
 
 Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr<CudaModel> model,
-                                                                 const EngineConfig& config, int32_t max_model_len,
-                                                                 bool use_graphs) {
+                                                                 const EngineConfig& config) {
   auto r = std::unique_ptr<CudaModelRunner>(new CudaModelRunner());
   r->model_ = std::move(model);
   const ModelConfig& c = r->model_->config();
@@ -66,10 +65,12 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   int device = 0;
   TESSERA_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
   TESSERA_CUDA_TRY(cudaDeviceGetAttribute(&r->num_sms_, cudaDevAttrMultiProcessorCount, device), "device attributes");
-  r->max_tokens_ = std::max<int64_t>(config.max_num_batched_tokens, config.max_num_seqs);
-  r->max_logit_rows_ = std::max<int64_t>(1, config.max_num_seqs);
+  const SchedulerConfig& sc = config.scheduler;
+  const int32_t max_model_len = sc.max_model_len;
+  r->max_tokens_ = std::max<int64_t>(sc.max_num_batched_tokens, sc.max_num_seqs);
+  r->max_logit_rows_ = std::max<int64_t>(1, sc.max_num_seqs);
   r->max_model_len_ = max_model_len;
-  r->use_graphs_ = use_graphs;
+  r->use_graphs_ = config.device.use_cuda_graphs;
   // cuBLASLt tuning of the decode MLP's shapes (Tuning::gemm_tune_rows; docs/benchmarks.md
   // has what larger bounds cost and gain).
   r->tune_rows_ = config.tuning.gemm_tune_rows;
@@ -80,13 +81,13 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   r->prefill_tile_rows_ = config.tuning.prefill_tile_rows;
   // vLLM's capture sizes: 1, 2, 4, then every 8, up to the sequence budget.
   for (int64_t b : {1, 2, 4}) {
-    if (b <= config.max_num_seqs) r->graph_buckets_.push_back(b);
+    if (b <= sc.max_num_seqs) r->graph_buckets_.push_back(b);
   }
-  for (int64_t b = 8; b <= config.max_num_seqs; b += 8) r->graph_buckets_.push_back(b);
-  if (r->graph_buckets_.back() < config.max_num_seqs) r->graph_buckets_.push_back(config.max_num_seqs);
+  for (int64_t b = 8; b <= sc.max_num_seqs; b += 8) r->graph_buckets_.push_back(b);
+  if (r->graph_buckets_.back() < sc.max_num_seqs) r->graph_buckets_.push_back(sc.max_num_seqs);
   const size_t t = static_cast<size_t>(r->max_tokens_);
-  const size_t seqs = static_cast<size_t>(config.max_num_seqs);
-  const size_t blocks_per_seq = static_cast<size_t>((max_model_len + config.block_size - 1) / config.block_size);
+  const size_t seqs = static_cast<size_t>(sc.max_num_seqs);
+  const size_t blocks_per_seq = static_cast<size_t>((max_model_len + config.cache.block_size - 1) / config.cache.block_size);
   Layout& l = r->layout_;
   l.token_ids = 0;
   l.positions = t;

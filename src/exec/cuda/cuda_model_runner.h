@@ -28,10 +28,9 @@ namespace tessera::cuda {
 class CudaModelRunner : public ModelRunner {
  public:
   ~CudaModelRunner() override;
-  // Allocates the step buffers for config's token and sequence budgets.
-  // use_graphs: replay decode steps from CUDA graphs captured per batch-size bucket.
-  static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model, const EngineConfig& config,
-                                                         int32_t max_model_len, bool use_graphs);
+  // Allocates the step buffers for config's token and sequence budgets; with
+  // config.device.use_cuda_graphs, decode steps replay CUDA graphs captured per batch-size bucket.
+  static Result<std::unique_ptr<CudaModelRunner>> create(std::unique_ptr<CudaModel> model, const EngineConfig& config);
   // Allocates the KV cache the plan sized, and its host tier when the plan has one (call
   // once, before the first step).
   Status allocate_kv(const KvCachePlan& plan);

@@ -1,0 +1,42 @@
+// EngineArgs: what a user sets (vLLM's names and defaults), flat as the command line. The
+// one place of the engine's defaults: resolve_engine_config (src/config/engine_config.h)
+// turns it into the resolved, nested EngineConfig the engine runs by.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tessera/tuning.h"
+
+namespace tessera {
+
+struct EngineArgs {
+  std::string model;      // model directory, .safetensors or .gguf
+  std::string tokenizer;  // default: the model's own
+  int32_t block_size = 16;
+  std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
+  // Bytes of K/V storage, reserved at start; 0: on the CPU 1 GiB, or what max_num_seqs
+  // sequences of max_model_len tokens need if less; on CUDA from gpu_memory_utilization.
+  int64_t kv_cache_memory = 0;
+  double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
+  // GiB of host memory for the host tier of the prefix cache (KV offload): blocks the device
+  // evicts are kept there and loaded back on a prefix hit (a preempted request's too). 0: none.
+  double kv_offloading_size = 0.0;
+  bool enforce_eager = false;           // CUDA: no graphs (every step launched kernel by kernel)
+  int32_t max_model_len = 0;                   // 0: the model's maximum
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 0;  // 0: 2048, or max(max_model_len, 2048) without chunked prefill
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  // Schedule step N+1 while step N runs on a device, its sampled tokens feeding N+1 there
+  // (tessera serve turns it off by default: arrivals wait one step longer).
+  bool async_scheduling = true;
+  std::optional<uint64_t> seed;  // default seed of requests without one
+  bool disable_progress_bar = false;
+  bool disable_log_stats = false;  // start-up lines (KV cache plan) on stderr
+  std::optional<Tuning> tuning;    // kernel and shape choices; unset: from the TESSERA_* environment
+  Profiling profiling;             // where time goes, printed when the engine ends
+};
+
+}  // namespace tessera
