@@ -42,7 +42,6 @@ EngineCore::EngineCore(const ModelConfig& model_config, const EngineConfig& conf
                                          config.cache.enable_prefix_caching, plan.num_host_blocks);
   for (int64_t id : model_config.eos_token_ids) eos_token_ids_.push_back(static_cast<int32_t>(id));
   scheduler_ = std::make_unique<Scheduler>(config.scheduler, *kv_, eos_token_ids_);
-  scratch_.resize(static_cast<size_t>(model_config.vocab_size));
   profile_.enabled = config.profiling.engine;
 }
 
@@ -59,8 +58,8 @@ EngineCore::~EngineCore() {
   if (!p.enabled || p.steps == 0) return;
   const double n = static_cast<double>(p.steps);
   std::fprintf(stderr,
-               "tessera: engine profile, %lld steps; per step: schedule %.3f ms, runner (launch and collect) %.3f "
-               "ms, sampling and update %.3f ms, between steps %.3f ms, caller's work while a step runs %.3f ms\n",
+               "tessera: engine profile, %lld steps; per step: schedule %.3f ms, runner (launch, collect, host "
+               "sampling) %.3f ms, update %.3f ms, between steps %.3f ms, caller's work while a step runs %.3f ms\n",
                static_cast<long long>(p.steps), p.schedule_ms / n, p.execute_ms / n, p.update_ms / n,
                p.steps > 1 ? p.between_ms / (n - 1) : 0.0, p.overlap_ms / n);
 }
@@ -74,18 +73,15 @@ Status EngineCore::add_request(std::unique_ptr<Request> r) {
   if (scheduler_->request(r->id) != nullptr) return Status::error("duplicate request id");
   const uint64_t seed = r->params.seed.value_or(seed_source_());
   r->sampling_seed = seed;
-  samplers_.emplace(r->id, Sampler(seed));
   scheduler_->add_request(std::move(r));
   return Status();
 }
 
 bool EngineCore::abort_request(RequestId id) {
-  samplers_.erase(id);
   return scheduler_->finish_request(id, RequestStatus::kFinishedAborted);
 }
 
 bool EngineCore::stop_request(RequestId id) {
-  samplers_.erase(id);
   return scheduler_->finish_request(id, RequestStatus::kFinishedStopped);
 }
 
@@ -103,19 +99,6 @@ EngineStats EngineCore::stats() const {
   s.kv_offload_loads = kv_->offload_loads();
   return s;
 }
-
-namespace {
-
-// Top-k of the log-softmax, plus the given token when it is outside the top k.
-PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int32_t token) {
-  PositionLogprobs top = top_logprobs(logprobs, n, k);
-  if (std::none_of(top.begin(), top.end(), [&](const auto& e) { return e.first == token; })) {
-    top.emplace_back(token, logprobs[token]);
-  }
-  return top;
-}
-
-}  // namespace
 
 std::vector<EngineStepOutput> EngineCore::step() {
   if (!launch_step()) return {};
@@ -160,17 +143,17 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
   const SchedulerOutput out = std::move(in_flight_.front());
   in_flight_.pop_front();
   const double t1 = profile_.enabled ? now_ms() : 0.0;
-  std::vector<LogitsRows> rows;
-  runner_->collect(&rows);
+  const ModelRunner::RequestLookup lookup = [this](RequestId id) { return scheduler_->request(id); };
+  std::vector<RequestStepOutput> results_of;
+  runner_->collect(lookup, &results_of);
   const double t2 = profile_.enabled ? now_ms() : 0.0;
 
-  const int64_t vocab = runner_->vocab_size();
   std::vector<int32_t> sampled;
   std::vector<EngineStepOutput> pending;  // one per sampling request, in schedule order
   for (size_t i = 0; i < out.requests.size(); ++i) {
     const ScheduledRequest& s = out.requests[i];
     const Request* r = scheduler_->request(s.id);
-    const LogitsRows& lr = rows[i];
+    RequestStepOutput& ro = results_of[i];
     EngineStepOutput o;
     o.id = s.id;
     if (r == nullptr || r->status != RequestStatus::kRunning) {  // finished while the step ran
@@ -180,48 +163,26 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
       }
       continue;
     }
-    for (int32_t k = 0; k < lr.num_prompt_rows; ++k) {
-      log_softmax(runner_->logits(lr.first_prompt_row + k), vocab, scratch_.data());
-      const int32_t token = r->prompt_token_ids[lr.prompt_position + k];
-      o.prompt_logprobs.push_back(logprobs_with(scratch_.data(), vocab, r->params.prompt_logprobs, token));
-      const float lp = scratch_[static_cast<size_t>(token)];
-      o.prompt_ranks.push_back(1 + static_cast<int32_t>(std::count_if(scratch_.begin(), scratch_.begin() + vocab,
-                                                                      [lp](float x) { return x > lp; })));
-    }
-    if (lr.sampled_token >= 0) {  // sampled by the runner; needs nothing from the host
-      sampled.push_back(lr.sampled_token);
-      if (lr.sampled_logprobs) {
-        o.new_logprobs = lr.sampled_logprobs;
-        o.new_token_logprob = lr.sampled_logprob;
-      }
-      pending.push_back(std::move(o));
-      continue;
-    }
-    if (lr.sample_row < 0) {
+    o.prompt_logprobs = std::move(ro.prompt_logprobs);
+    o.prompt_ranks = std::move(ro.prompt_ranks);
+    if (!s.samples) {
       if (!o.prompt_logprobs.empty()) outputs.push_back(std::move(o));
       continue;
     }
-    const float* logits = runner_->logits(lr.sample_row);
-    std::copy(logits, logits + vocab, scratch_.begin());
-    process_logits(scratch_.data(), vocab, r->params, r->prompt_token_ids, r->output_token_ids, eos_token_ids_);
-    const int32_t token = samplers_.at(s.id).sample(scratch_.data(), vocab, r->params);
-    sampled.push_back(token);
-    if (r->params.logprobs > 0) {
-      // Logprobs of the model's distribution (raw logits), as vLLM reports them by default.
-      log_softmax(logits, vocab, scratch_.data());
-      o.new_logprobs = logprobs_with(scratch_.data(), vocab, r->params.logprobs, token);
-      o.new_token_logprob = scratch_[token];
+    TESSERA_CHECK_MSG(ro.sampled_token >= 0, "a sampling request without a sampled token");
+    sampled.push_back(ro.sampled_token);
+    if (ro.logprobs) {
+      o.new_logprobs = std::move(ro.logprobs);
+      o.new_token_logprob = ro.token_logprob;
     }
     pending.push_back(std::move(o));
   }
-  runner_->release_step_memory();
   const std::vector<StepResult> results = scheduler_->update_from_output(out, sampled);
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].dropped) continue;
     EngineStepOutput& o = pending[i];
     if (results[i].token >= 0) o.new_token = results[i].token;
     o.status = results[i].status;
-    if (is_finished(o.status)) samplers_.erase(o.id);
     outputs.push_back(std::move(o));
   }
   if (profile_.enabled) {

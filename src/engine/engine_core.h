@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -15,7 +16,6 @@
 #include "exec/model_runner.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
-#include "sample/sampler.h"
 #include "sched/scheduler.h"
 #include "tessera/outputs.h"
 
@@ -121,9 +121,7 @@ class EngineCore : public EngineCoreBase {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   std::vector<int32_t> eos_token_ids_;
-  std::unordered_map<RequestId, Sampler> samplers_;
   std::mt19937_64 seed_source_;
-  std::vector<float> scratch_;  // [vocab] processed logits / logprobs
   // Launched steps, oldest first: one, or two while a look-ahead step runs behind.
   std::deque<SchedulerOutput> in_flight_;
   bool look_ahead_stalled_ = false;  // the last look-ahead ran out of blocks: next step without

@@ -1,9 +1,12 @@
 #include "engine/generator.h"
+
+#include "sample/token_sampler.h"
 #include "engine/request_validation.h"
 
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <random>
 
 namespace tessera {
 namespace {
@@ -40,7 +43,7 @@ Result<RequestOutput> Generator::generate(const std::vector<int32_t>& prompt,
   std::vector<int32_t> block_table(static_cast<size_t>(num_blocks));
   std::iota(block_table.begin(), block_table.end(), 1);
 
-  Sampler sampler(params.seed.value_or(std::random_device{}()));
+  const uint64_t seed = params.seed.value_or(std::random_device{}());
   std::vector<float> logits(static_cast<size_t>(c.vocab_size));
   std::vector<float> logprobs(params.logprobs > 0 ? static_cast<size_t>(c.vocab_size) : 0);
   CompletionOutput out;
@@ -62,7 +65,8 @@ Result<RequestOutput> Generator::generate(const std::vector<int32_t>& prompt,
 
   int32_t pos = static_cast<int32_t>(prompt.size());
   for (int64_t step = 0;; ++step) {
-    const int32_t token = sampler.sample(logits.data(), c.vocab_size, params);
+    const int32_t token =
+        sample_token(logits.data(), c.vocab_size, make_sampling_row(params, seed, static_cast<uint64_t>(step)));
     out.token_ids.push_back(token);
     if (params.logprobs > 0) {
       log_softmax(logits.data(), c.vocab_size, logprobs.data());

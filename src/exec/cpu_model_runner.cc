@@ -32,8 +32,13 @@ void release_logits_above(std::vector<float>* rows, int64_t vocab, int64_t keep_
   if (rows->capacity() > static_cast<size_t>(std::max<int64_t>(keep_rows, 1) * vocab)) std::vector<float>().swap(*rows);
 }
 
+static std::vector<int32_t> eos_ids(const ModelConfig& c) {
+  return std::vector<int32_t>(c.eos_token_ids.begin(), c.eos_token_ids.end());
+}
+
 CpuModelRunner::CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks, int32_t max_num_seqs)
-    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size), max_num_seqs_(max_num_seqs) {
+    : model_(model), cache_(shape), vocab_size_(model.config().vocab_size), max_num_seqs_(max_num_seqs),
+      sampler_(model.config().vocab_size, eos_ids(model.config())) {
   if (num_host_blocks > 0) {
     KvCacheShape host = shape;
     host.num_blocks = num_host_blocks;
@@ -56,12 +61,13 @@ void copy_block(KvCache& src, int32_t from, KvCache& dst, int32_t to) {
 
 }  // namespace
 
-void CpuModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
+void CpuModelRunner::launch(const SchedulerOutput& out, const RequestLookup& lookup) {
   TESSERA_CHECK_MSG(host_tier_ != nullptr || out.kv_copies.empty(), "KV offload copies without a host tier");
   for (const KvBlockCopy& c : out.kv_copies.stores) copy_block(cache_, c.device_block, *host_tier_, c.host_block);
   for (const KvBlockCopy& c : out.kv_copies.loads) copy_block(*host_tier_, c.host_block, cache_, c.device_block);
   batch_ = ForwardBatch();
-  rows->assign(out.requests.size(), LogitsRows{});
+  step_ids_.clear();
+  step_rows_.assign(out.requests.size(), LogitsRows{});
   const int64_t block_size = cache_.shape().block_size;
   std::vector<int32_t> table;
   for (size_t i = 0; i < out.requests.size(); ++i) {
@@ -74,10 +80,22 @@ void CpuModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lo
     TESSERA_CHECK(start + n <= r->num_tokens());
     const int32_t base = static_cast<int32_t>(batch_.num_tokens());
     batch_.add_sequence(r->all_token_ids.data() + start, n, start, table, block_size, /*wants_logits=*/false);
-    plan_logits_rows(*r, s, base, &batch_.logits_indices, &(*rows)[i]);
+    plan_logits_rows(*r, s, base, &batch_.logits_indices, &step_rows_[i]);
+    step_ids_.push_back(s.id);
   }
   logits_.resize(batch_.logits_indices.size() * static_cast<size_t>(vocab_size_));
   if (batch_.num_tokens() > 0) model_.forward(batch_, cache_, logits_.data());
+}
+
+void CpuModelRunner::collect(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs) {
+  outputs->assign(step_ids_.size(), RequestStepOutput{});
+  for (size_t i = 0; i < step_ids_.size(); ++i) {
+    const Request* r = lookup(step_ids_[i]);
+    if (r == nullptr || r->status != RequestStatus::kRunning) continue;  // finished while the step ran
+    sampler_.finish(*r, step_rows_[i], logits_.data(), &(*outputs)[i]);
+  }
+  // A long prefill's prompt-logprob rows are hundreds of MB: not kept for the next step.
+  release_logits_above(&logits_, vocab_size_, max_num_seqs_);
 }
 
 }  // namespace tessera

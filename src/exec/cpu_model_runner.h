@@ -1,5 +1,5 @@
 // CpuModelRunner: the host backend's ModelRunner: one ForwardBatch per step through a
-// Model over a host KV cache; every sampling happens on the host from its logits. With KV
+// Model over a host KV cache, its logits rows sampled by the HostSampler. With KV
 // offload, a second KvCache of the same layout is the host tier (host_kv_tier.h); a step's
 // block copies run before its forward.
 #pragma once
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/forward_batch.h"
+#include "exec/host_sampler.h"
 #include "exec/model_runner.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -19,12 +20,9 @@ class CpuModelRunner : public ModelRunner {
   // max_num_seqs: the logits rows an ordinary step needs, kept between steps.
   CpuModelRunner(Model& model, const KvCacheShape& shape, int32_t num_host_blocks = 0, int32_t max_num_seqs = 1);
 
-  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
-  const float* logits(int32_t row) const override {
-    return logits_.data() + static_cast<size_t>(row) * vocab_size_;
-  }
-  int64_t vocab_size() const override { return vocab_size_; }
-  void release_step_memory() override { release_logits_above(&logits_, vocab_size_, max_num_seqs_); }
+  // Runs the forward; collect samples its rows.
+  void launch(const SchedulerOutput& out, const RequestLookup& lookup) override;
+  void collect(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs) override;
   KvCache& cache() { return cache_; }
 
  private:
@@ -33,8 +31,11 @@ class CpuModelRunner : public ModelRunner {
   std::unique_ptr<KvCache> host_tier_;  // KV offload: [num_host_blocks] blocks, or null
   int64_t vocab_size_;
   int32_t max_num_seqs_;
+  HostSampler sampler_;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [rows, vocab_size]
+  std::vector<RequestId> step_ids_;   // the launched step's requests
+  std::vector<LogitsRows> step_rows_;  // and where their rows are
 };
 
 }  // namespace tessera

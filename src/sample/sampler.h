@@ -1,9 +1,8 @@
-// Token selection from logits: logits processing (bias, min_tokens, penalties), greedy,
-// temperature / min-p / top-k / top-p sampling, logprobs.
+// Host-side logits math: logits processing (bias, min_tokens, penalties) and logprobs. The
+// token draw itself is sample_token (token_sampler.h), the same on every backend.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 
 #include "tessera/outputs.h"
@@ -26,18 +25,5 @@ int32_t argmax(const float* x, int64_t n);
 // tokens (- f * count - p * [count > 0]).
 void process_logits(float* logits, int64_t n, const SamplingParams& p, std::span<const int32_t> prompt,
                     std::span<const int32_t> output, std::span<const int32_t> eos_token_ids);
-
-// One request's token picker; its random stream depends only on its seed, so a request's
-// samples do not depend on what else is in the batch.
-class Sampler {
- public:
-  explicit Sampler(uint64_t seed) : rng_(seed) {}
-  Sampler() : Sampler(std::random_device{}()) {}
-  // Picks the next token from logits [n] under params (greedy when temperature == 0).
-  int32_t sample(const float* logits, int64_t n, const SamplingParams& params);
-
- private:
-  std::mt19937_64 rng_;
-};
 
 }  // namespace tessera

@@ -1,6 +1,6 @@
 // One row's sampling parameters as the device sampler reads them, and the per-token math the
 // GPU sampler (src/backend/cuda/sampling_rows.cu) and its CPU twin
-// (src/sample/device_sampling_reference.h) share, so both compute the same floats.
+// (src/sample/token_sampler.h) share, so both compute the same floats.
 // Host and device code (C++17).
 #pragma once
 

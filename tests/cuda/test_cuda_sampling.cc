@@ -1,5 +1,5 @@
 // The GPU sampler (cuda::sample_rows, cuda::top_logprobs) against its CPU twin
-// (device_sample_reference) and the CPU logprobs, over mixed rows of parameters and logits
+// (sample_token) and the CPU logprobs, over mixed rows of parameters and logits
 // (masked, tied, peaked) at small and large vocabularies. Device and host libms differ by
 // ulps in logf / log1pf / expf, so a differing token is allowed only where the two tokens'
 // Gumbel scores nearly tie, and such cases are counted (expected: none). Skips without a device.
@@ -16,7 +16,7 @@
 
 #include "backend/cuda/sampling.h"
 #include "cuda/cuda_test_util.h"
-#include "sample/device_sampling_reference.h"
+#include "sample/token_sampler.h"
 #include "sample/logit_adjustments.h"
 #include "sample/sampler.h"
 
@@ -122,7 +122,7 @@ TEST(CudaSampling, SampleRowsMatchesTheCpuTwin) {
     for (int64_t r = 0; r < n; ++r) {
       const float* row = rows.logits.data() + r * vocab;
       const SamplingRow& p = rows.params[r];
-      const DeviceSampleResult want = device_sample_reference_detail(row, vocab, p);
+      const SampleResult want = sample_token_detail(row, vocab, p);
       ++draws;
       const int32_t got = next[r];
       ASSERT_GE(got, 0) << "row " << r;
@@ -138,8 +138,8 @@ TEST(CudaSampling, SampleRowsMatchesTheCpuTwin) {
         ADD_FAILURE() << what << (want.greedy ? " (greedy)" : " (gpu token not in the cpu's kept set)");
         continue;
       }
-      const float sg = device_sampling_score(row[got], want.max_logit, p, got);
-      const float sc = device_sampling_score(row[want.token], want.max_logit, p, want.token);
+      const float sg = sampling_score(row[got], want.max_logit, p, got);
+      const float sc = sampling_score(row[want.token], want.max_logit, p, want.token);
       if (std::fabs(sg - sc) <= 1e-4f * std::max(1.0f, std::fabs(sc))) {
         ++near_ties;
         std::printf("near tie: %s scores %.9g %.9g\n", what.c_str(), sg, sc);
@@ -180,7 +180,7 @@ TEST(CudaSampling, SampleRowsReplaysInACudaGraphWithNewOffsets) {
     const std::vector<int32_t> got = dnext.download();
     int64_t differ = 0;
     for (int64_t r = 0; r < n; ++r) {
-      differ += got[r] != device_sample_reference(rows.logits.data() + r * vocab, vocab, rows.params[r]);
+      differ += got[r] != sample_token(rows.logits.data() + r * vocab, vocab, rows.params[r]);
     }
     EXPECT_LE(differ, 1) << "step " << step;
   }

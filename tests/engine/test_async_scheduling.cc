@@ -30,14 +30,10 @@ class ScriptedRunner : public ModelRunner {
  public:
   explicit ScriptedRunner(int32_t block_size) : block_size_(block_size) {}
 
-  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override {
-    launch(out, lookup);
-    collect(rows);
-  }
   void launch(const SchedulerOutput& out, const RequestLookup& lookup) override {
     EXPECT_LT(in_flight_.size(), 2u);
     max_in_flight_ = std::max(max_in_flight_, in_flight_.size() + 1);
-    std::vector<LogitsRows> rows(out.requests.size());
+    std::vector<RequestStepOutput> rows(out.requests.size());
     std::unordered_map<RequestId, int32_t> sampled;
     for (size_t i = 0; i < out.requests.size(); ++i) {
       const ScheduledRequest& s = out.requests[i];
@@ -71,18 +67,14 @@ class ScriptedRunner : public ModelRunner {
     last_sampled_ = std::move(sampled);
     in_flight_.push_back(std::move(rows));
   }
-  void collect(std::vector<LogitsRows>* rows) override {
+  void collect(const RequestLookup& lookup, std::vector<RequestStepOutput>* rows) override {
     ASSERT_FALSE(in_flight_.empty());
     *rows = std::move(in_flight_.front());
     in_flight_.pop_front();
+    (void)lookup;  // EngineCore drops the outputs of requests that finished meanwhile
   }
   bool launches_async() const override { return true; }
   bool tokens_stay_on_device() const override { return true; }
-  const float* logits(int32_t) const override {
-    ADD_FAILURE() << "no logits rows: every token is sampled by the runner";
-    return nullptr;
-  }
-  int64_t vocab_size() const override { return kVocab; }
 
   size_t max_in_flight() const { return max_in_flight_; }
   int64_t pending_inputs() const { return pending_inputs_; }
@@ -96,7 +88,7 @@ class ScriptedRunner : public ModelRunner {
   }
 
   int32_t block_size_;
-  std::deque<std::vector<LogitsRows>> in_flight_;
+  std::deque<std::vector<RequestStepOutput>> in_flight_;
   std::unordered_map<RequestId, int32_t> last_sampled_;
   std::unordered_map<RequestId, int32_t> last_input_;
   size_t max_in_flight_ = 0;

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <set>
 #include <functional>
 
 #include "config/engine_config.h"
 #include "engine/engine_setup.h"
+#include "exec/host_sampler.h"
 #include "exec/model_runner.h"
+#include "sample/token_sampler.h"
 #include "kv/kv_cache.h"
 
 namespace tessera {
@@ -44,7 +48,6 @@ TEST(PlanLogitsRows, WholePromptWithPromptLogprobs) {
   EXPECT_EQ(lr.num_prompt_rows, 4);
   EXPECT_EQ(lr.prompt_position, 1);
   EXPECT_EQ(lr.sample_row, 5);
-  EXPECT_EQ(lr.sampled_token, -1);
 }
 
 TEST(PlanLogitsRows, ChunkedPromptSplitsItsRows) {
@@ -75,6 +78,70 @@ TEST(PlanLogitsRows, DecodeWithoutPromptLogprobsIsOneRow) {
   EXPECT_EQ(idx, (std::vector<int32_t>{12}));
   EXPECT_EQ(lr.num_prompt_rows, 0);
   EXPECT_EQ(lr.sample_row, 0);
+}
+
+// Three rows of a 6-token vocabulary: two prompt rows, then the sampling row.
+std::vector<float> three_rows() {
+  return {0.0f, 1.0f, 2.0f, 3.0f, 0.5f, -1.0f,  // predicts the prompt's token at position 1
+          4.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,   // at position 2
+          0.0f, 0.0f, 1.0f, 9.0f, 0.0f, 0.0f};  // the last token's
+}
+
+TEST(HostSampler, PromptLogprobsRanksAndTheDrawOfTheAdjustedRow) {
+  std::vector<int32_t> prompt = {5, 1, 0};
+  SamplingParams p;
+  p.prompt_logprobs = 1;
+  p.logprobs = 2;
+  p.temperature = 0.0f;
+  p.logit_bias = {{2, 100.0f}};  // the draw sees the bias; the logprobs do not
+  Request r(RequestId{1}, prompt, p);
+  r.status = RequestStatus::kRunning;
+  LogitsRows lr;
+  lr.first_prompt_row = 0;
+  lr.num_prompt_rows = 2;
+  lr.prompt_position = 1;
+  lr.sample_row = 2;
+  const std::vector<float> logits = three_rows();
+  HostSampler sampler(6, {5});
+  RequestStepOutput o;
+  sampler.finish(r, lr, logits.data(), &o);
+  ASSERT_EQ(o.prompt_logprobs.size(), 2u);
+  // Row 0 scores token 1 (logit 1, third best): the top-1 entry is token 3, then token 1;
+  // row 1 scores token 0, its best.
+  EXPECT_EQ(o.prompt_ranks, (std::vector<int32_t>{3, 1}));
+  ASSERT_EQ(o.prompt_logprobs[0].size(), 2u);
+  EXPECT_EQ(o.prompt_logprobs[0][0].first, 3);
+  EXPECT_EQ(o.prompt_logprobs[0][1].first, 1);
+  double z = 0;
+  for (int i = 0; i < 6; ++i) z += std::exp(static_cast<double>(logits[i]));
+  EXPECT_NEAR(o.prompt_logprobs[0][1].second, 1.0 - std::log(z), 1e-5);
+  EXPECT_EQ(o.sampled_token, 2);  // biased past token 3
+  ASSERT_TRUE(o.logprobs.has_value());
+  EXPECT_EQ((*o.logprobs)[0].first, 3);  // raw logits: token 3 is the best
+  EXPECT_EQ(o.logprobs->back().first, 2);
+  EXPECT_LT(o.token_logprob, -7.0f);
+}
+
+TEST(HostSampler, DrawsTheDeviceSamplersTokenForTheRequestsSeedAndOffset) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 4;
+  Request r(RequestId{1}, {1, 2}, p);
+  r.status = RequestStatus::kRunning;
+  r.sampling_seed = 77;
+  const std::vector<float> logits = three_rows();
+  HostSampler sampler(6, {5});
+  LogitsRows lr;
+  lr.sample_row = 0;  // the flattest row
+  std::set<int32_t> seen;
+  for (uint64_t n = 0; n < 64; ++n) {
+    RequestStepOutput o;
+    sampler.finish(r, lr, logits.data(), &o);
+    EXPECT_EQ(o.sampled_token, sample_token(logits.data(), 6, make_sampling_row(p, 77, n))) << n;
+    seen.insert(o.sampled_token);
+    r.append_output_token(o.sampled_token);
+  }
+  EXPECT_GT(seen.size(), 1u);
 }
 
 bool cuda_device_usable() {

@@ -8,11 +8,21 @@
 
 #include "sample/logit_adjustments.h"
 #include "sample/sampler.h"
+#include "sample/token_sampler.h"
 
 namespace tessera {
 namespace {
 
-TEST(Sampler, LogSoftmaxNormalises) {
+// A request's draws: token i of a request comes from (seed, offset i).
+struct Draws {
+  uint64_t seed;
+  uint64_t offset = 0;
+  int32_t sample(const float* logits, int64_t n, const SamplingParams& p) {
+    return sample_token(logits, n, make_sampling_row(p, seed, offset++));
+  }
+};
+
+TEST(Logprobs, LogSoftmaxNormalises) {
   const std::vector<float> logits = {1.0f, 2.0f, 3.0f, -1e4f};
   std::vector<float> lp(4);
   log_softmax(logits.data(), 4, lp.data());
@@ -23,7 +33,7 @@ TEST(Sampler, LogSoftmaxNormalises) {
   EXPECT_NEAR(lp[2], -std::log(1 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
 }
 
-TEST(Sampler, TopLogprobsOrderAndTies) {
+TEST(Logprobs, TopLogprobsOrderAndTies) {
   const std::vector<float> lp = {-3, -1, -2, -1, -5};
   auto top = top_logprobs(lp.data(), 5, 3);
   ASSERT_EQ(top.size(), 3u);
@@ -33,16 +43,16 @@ TEST(Sampler, TopLogprobsOrderAndTies) {
   EXPECT_EQ(top_logprobs(lp.data(), 5, 10).size(), 5u);
 }
 
-TEST(Sampler, GreedyIsArgmax) {
-  Sampler s(1);
+TEST(SampleToken, GreedyIsArgmax) {
+  Draws s{1};
   SamplingParams p;
   p.temperature = 0;
   const std::vector<float> logits = {0.5f, 3.0f, 3.0f, -2.0f};
   EXPECT_EQ(s.sample(logits.data(), 4, p), 1);
 }
 
-TEST(Sampler, TemperatureSamplingFollowsSoftmax) {
-  Sampler s(1234);
+TEST(SampleToken, TemperatureSamplingFollowsSoftmax) {
+  Draws s{1234};
   SamplingParams p;
   p.temperature = 1.0f;
   const std::vector<float> logits = {0.0f, std::log(3.0f), -100.0f};
@@ -53,8 +63,8 @@ TEST(Sampler, TemperatureSamplingFollowsSoftmax) {
   EXPECT_EQ(counts[2], 0);
 }
 
-TEST(Sampler, TopKAndTopPRestrictCandidates) {
-  Sampler s(7);
+TEST(SampleToken, TopKAndTopPRestrictCandidates) {
+  Draws s{7};
   SamplingParams p;
   p.temperature = 1.0f;
   p.top_k = 2;
@@ -130,7 +140,7 @@ std::vector<double> expected_probs(const std::vector<float>& logits, const Sampl
   return out;
 }
 
-TEST(Sampler, FrequenciesMatchTheDefinitionsOver20000Draws) {
+TEST(SampleToken, FrequenciesMatchTheDefinitionsOver20000Draws) {
   const std::vector<float> logits = {2.0f, 1.5f, 1.0f, 0.5f, 0.0f, -0.5f, -1.0f, -3.0f};
   struct Setting {
     const char* name;
@@ -146,7 +156,7 @@ TEST(Sampler, FrequenciesMatchTheDefinitionsOver20000Draws) {
     p.top_p = st.top_p;
     p.min_p = st.min_p;
     p.top_k = st.top_k;
-    Sampler s(99);
+    Draws s{99};
     const int draws = 20000;
     std::vector<int> counts(logits.size(), 0);
     for (int i = 0; i < draws; ++i) counts[s.sample(logits.data(), static_cast<int64_t>(logits.size()), p)]++;
@@ -154,10 +164,10 @@ TEST(Sampler, FrequenciesMatchTheDefinitionsOver20000Draws) {
   }
 }
 
-TEST(Sampler, SameSeedSameStream) {
+TEST(SampleToken, SameSeedSameStream) {
   const std::vector<float> logits = {0.1f, 0.2f, 0.3f, 0.4f};
   SamplingParams p;
-  Sampler a(5), b(5), c(6);
+  Draws a{5}, b{5}, c{6};
   std::vector<int> sa, sb, sc;
   for (int i = 0; i < 50; ++i) {
     sa.push_back(a.sample(logits.data(), 4, p));

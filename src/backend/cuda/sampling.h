@@ -1,7 +1,7 @@
 // Sampling on the GPU, one thread block per row of fp32 logits [n, vocab], each row with its
 // own parameters in device memory: CUDA-graph safe (no host sync, no allocation, grid = n
 // blocks of 1024 threads). The CPU twin with the same semantics and random numbers is
-// src/sample/device_sampling_reference.h; the greedy-only path is greedy_sample (ops.h).
+// src/sample/token_sampler.h; the greedy-only path is greedy_sample (ops.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,7 +19,7 @@ using SamplingRow = tessera::SamplingRow;
 // next[r] = the token drawn from row r of logits [n, vocab] under rows[r] (device memory):
 // greedy when temperature <= 0; else top-k, min-p, then top-p over what is left, and a
 // Gumbel-max draw from the kept tokens with the uniforms of (seed, offset, token id).
-// Equal to device_sample_reference() up to float ulps of expf/logf/log1pf. vocab < 2^31.
+// Equal to sample_token() up to float ulps of expf/logf/log1pf. vocab < 2^31.
 void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRow* rows, int32_t* next,
                  cudaStream_t stream);
 

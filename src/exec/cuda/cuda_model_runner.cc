@@ -9,7 +9,7 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/sampling.h"
 #include "common/check.h"
-#include "sample/device_sampling_reference.h"
+#include "sample/token_sampler.h"
 
 namespace tessera::cuda {
 
@@ -120,6 +120,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   if (Status s = r->dev_top_lp_.allocate(top, "logprobs"); !s.ok()) return s;
   if (Status s = r->dev_chosen_lp_.allocate(rows, "logprobs"); !s.ok()) return s;
   for (int64_t id : c.eos_token_ids) r->eos_token_ids_.push_back(static_cast<int32_t>(id));
+  r->host_sampler_ = std::make_unique<HostSampler>(c.vocab_size, r->eos_token_ids_);
   // The largest attention workspace any token count up to the budget asks for.
   size_t workspace = 0;
   for (int64_t n = 1; n <= r->max_tokens_; ++n) {
@@ -174,19 +175,14 @@ bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   return !(adjusts && p.logprobs > 0);
 }
 
-void CudaModelRunner::execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) {
-  launch(out, lookup);
-  collect(rows);
-}
-
 // A failed kernel leaves the device context unusable: both halves stop with the reason.
 void CudaModelRunner::launch(const SchedulerOutput& out, const RequestLookup& lookup) {
   const Status s = enqueue_step(out, lookup);
   TESSERA_CHECK_MSG(s.ok(), ("CUDA step failed: " + s.message()).c_str());
 }
 
-void CudaModelRunner::collect(std::vector<LogitsRows>* rows) {
-  const Status s = finish_step(rows);
+void CudaModelRunner::collect(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs) {
+  const Status s = finish_step(lookup, outputs);
   TESSERA_CHECK_MSG(s.ok(), ("CUDA step failed: " + s.message()).c_str());
 }
 
@@ -202,6 +198,8 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   st.t_start = profile_.enabled ? now_ms() : 0.0;
   std::vector<LogitsRows>* rows = &st.rows;
   rows->assign(out.requests.size(), LogitsRows{});
+  st.ids.reserve(out.requests.size());
+  for (const ScheduledRequest& s : out.requests) st.ids.push_back(s.id);
   int32_t* in = host_in_[cur_].get();
   SamplingRow* sampling = host_sampling_[cur_].get();
   const Layout& l = layout_;
@@ -406,7 +404,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   return Status();
 }
 
-Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
+Status CudaModelRunner::finish_step(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs) {
   TESSERA_CHECK_MSG(!launched_.empty(), "collect without a launched step");
   Launched st = std::move(launched_.front());
   launched_.pop_front();
@@ -433,28 +431,39 @@ Status CudaModelRunner::finish_step(std::vector<LogitsRows>* rows) {
       sums.idle_ms += std::max(0.0f, idle_ms);
       if (op_timer_) op_timer_->collect(st.decode);
     }
-    const int32_t* next = host_next_[st.slot].get();
-    for (LogitsRows& lr : st.rows) {
-      const int32_t row = lr.sample_row;
-      if (row < 0 || st.host_row[row]) continue;
-      lr.sampled_token = next[row];
-      lr.sample_row = -1;
-      if (st.top_k == 0 || st.row_logprobs[row] == 0) continue;
-      // The top-k entries, then the sampled token when outside them (as the host path).
-      const int32_t* ids = host_top_ids_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
-      const float* lps = host_top_lp_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
-      PositionLogprobs top;
-      bool has_token = false;
-      for (int c = 0; c < st.row_logprobs[row]; ++c) {
-        top.emplace_back(ids[c], lps[c]);
-        has_token = has_token || ids[c] == lr.sampled_token;
-      }
-      lr.sampled_logprob = host_chosen_lp_[st.slot][row];
-      if (!has_token) top.emplace_back(lr.sampled_token, lr.sampled_logprob);
-      lr.sampled_logprobs = std::move(top);
-    }
   }
-  *rows = std::move(st.rows);
+  outputs->assign(st.ids.size(), RequestStepOutput{});
+  const int32_t* next = host_next_[st.slot].get();
+  for (size_t i = 0; i < st.ids.size(); ++i) {
+    const Request* r = lookup(st.ids[i]);
+    if (r == nullptr || r->status != RequestStatus::kRunning) continue;  // finished while the step ran
+    LogitsRows lr = st.rows[i];
+    RequestStepOutput& o = (*outputs)[i];
+    const int32_t row = lr.sample_row;
+    if (row >= 0 && !st.host_row[row]) {  // sampled on the device
+      o.sampled_token = next[row];
+      lr.sample_row = -1;
+      if (st.top_k > 0 && st.row_logprobs[row] > 0) {
+        // The top-k entries, then the sampled token when outside them (as the host path).
+        const int32_t* ids = host_top_ids_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
+        const float* lps = host_top_lp_[st.slot].get() + static_cast<size_t>(row) * st.top_k;
+        PositionLogprobs top;
+        bool has_token = false;
+        for (int c = 0; c < st.row_logprobs[row]; ++c) {
+          top.emplace_back(ids[c], lps[c]);
+          has_token = has_token || ids[c] == o.sampled_token;
+        }
+        o.token_logprob = host_chosen_lp_[st.slot][row];
+        if (!has_token) top.emplace_back(o.sampled_token, o.token_logprob);
+        o.logprobs = std::move(top);
+      }
+    }
+    // Prompt-logprob rows, and a sampling row the device left to the host.
+    if (lr.num_prompt_rows > 0 || lr.sample_row >= 0) host_sampler_->finish(*r, lr, host_logits_.data(), &o);
+  }
+  // A long prefill's prompt-logprob rows are hundreds of MB: not kept for the next step
+  // (unless a step behind this one has filled them already).
+  if (launched_.empty()) release_logits_above(&host_logits_, vocab_size(), max_logit_rows_);
   return Status();
 }
 

@@ -19,6 +19,7 @@
 #include "config/engine_config.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/kv_offload_copier.h"
+#include "exec/host_sampler.h"
 #include "exec/model_runner.h"
 #include "sample/logit_adjustments.h"
 #include "sample/sampling_row.h"
@@ -40,17 +41,13 @@ class CudaModelRunner : public ModelRunner {
   // gain: docs/benchmarks.md).
   Status warm_up();
 
-  void execute(const SchedulerOutput& out, const RequestLookup& lookup, std::vector<LogitsRows>* rows) override;
-  // Plans the step and queues it on the stream; collect waits for the device.
+  // Plans the step and queues it on the stream; collect waits for the device, and samples
+  // the rows the device did not on the host.
   void launch(const SchedulerOutput& out, const RequestLookup& lookup) override;
-  void collect(std::vector<LogitsRows>* rows) override;
+  void collect(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs) override;
   bool launches_async() const override { return true; }
   bool tokens_stay_on_device() const override { return last_tokens_on_device_; }
-  const float* logits(int32_t row) const override {
-    return host_logits_.data() + static_cast<size_t>(row) * vocab_size();
-  }
-  int64_t vocab_size() const override { return model_->config().vocab_size; }
-  void release_step_memory() override { release_logits_above(&host_logits_, vocab_size(), max_logit_rows_); }
+  int64_t vocab_size() const { return model_->config().vocab_size; }
   cudaStream_t stream() const { return stream_; }
   const CudaModel& model() const { return *model_; }
 
@@ -62,9 +59,10 @@ class CudaModelRunner : public ModelRunner {
   CudaModelRunner() = default;
   // The two halves of a step (launch, collect) and what passes from one to the other.
   Status enqueue_step(const SchedulerOutput& out, const RequestLookup& lookup);
-  Status finish_step(std::vector<LogitsRows>* rows);
+  Status finish_step(const RequestLookup& lookup, std::vector<RequestStepOutput>* outputs);
   struct Launched {
-    std::vector<LogitsRows> rows;
+    std::vector<RequestId> ids;   // the scheduled requests
+    std::vector<LogitsRows> rows;  // and where their rows are
     std::vector<bool> host_row;  // per logits row: the host processes it
     std::vector<int32_t> row_logprobs;  // per logits row: top logprobs computed on the device (0: none)
     int top_k = 0;                      // columns of this step's device logprobs
@@ -140,6 +138,7 @@ class CudaModelRunner : public ModelRunner {
   PinnedBuffer<LogitAdjustment> host_adjust_[2];
   DeviceBuffer<LogitAdjustment> dev_adjust_;
   std::vector<int32_t> eos_token_ids_;
+  std::unique_ptr<HostSampler> host_sampler_;  // rows the device does not sample
   PinnedBuffer<int32_t> host_top_ids_[2];
   PinnedBuffer<float> host_top_lp_[2], host_chosen_lp_[2];
   cudaEvent_t step_done_[2] = {nullptr, nullptr};  // per buffer set: its step's results are on the host

@@ -1,4 +1,4 @@
-#include "sample/device_sampling_reference.h"
+#include "sample/token_sampler.h"
 
 #include <algorithm>
 #include <climits>
@@ -8,21 +8,23 @@
 
 namespace tessera {
 
-DeviceSampleResult device_sample_reference_detail(const float* logits, int64_t vocab, const SamplingRow& row) {
-  DeviceSampleResult r;
+SampleResult sample_token_detail(const float* logits, int64_t vocab, const SamplingRow& row, bool list_kept) {
+  SampleResult r;
   r.greedy = true;
   if (vocab <= 0) return r;
-  std::vector<float> l(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) l[i] = sanitize_logit(logits[i]);
   int32_t arg = 0;
+  float max = sanitize_logit(logits[0]);
   for (int64_t i = 1; i < vocab; ++i) {
-    if (l[i] > l[arg]) arg = static_cast<int32_t>(i);
+    const float x = sanitize_logit(logits[i]);
+    if (x > max) max = x, arg = static_cast<int32_t>(i);
   }
-  const float max = l[arg], T = row.temperature;
+  const float T = row.temperature;
   r.token = arg;
   r.max_logit = max;
-  if (!(T > 0.0f) || !std::isfinite(max)) return r;
+  if (!(T > 0.0f) || !std::isfinite(max)) return r;  // greedy: no copy, no sort
   r.greedy = false;
+  std::vector<float> l(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) l[i] = sanitize_logit(logits[i]);
 
   std::vector<uint64_t> comp(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) comp[i] = sampling_composite(float_order_key(l[i]), static_cast<int32_t>(i));
@@ -65,7 +67,7 @@ DeviceSampleResult device_sample_reference_detail(const float* logits, int64_t v
     if (!passes(i)) continue;
     const float a = sampling_scaled(l[i], max, T);
     if (a == -INFINITY) continue;  // weight 0: never drawn
-    r.kept.push_back(static_cast<int32_t>(i));
+    if (list_kept) r.kept.push_back(static_cast<int32_t>(i));
     const float s = gumbel_score(a, key, i);
     if (s > best_s || (s == best_s && i < best_i)) best_s = s, best_i = static_cast<int32_t>(i);
   }

@@ -1,6 +1,7 @@
-// The CPU twin of the GPU sampler (device_sample_reference): greedy, the kept set and the
-// distribution of its draws against the exact distribution of Sampler::sample's rules, and
-// the determinism of the counter-based random numbers.
+// The sampler of every backend (sample_token, the host twin of the GPU's): greedy, the kept
+// set and the distribution of its draws against the exact distribution of its rules
+// (computed here independently, in double), and the determinism of the counter-based
+// random numbers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "sample/counter_rng.h"
-#include "sample/device_sampling_reference.h"
 #include "sample/sampler.h"
+#include "sample/token_sampler.h"
 
 namespace tessera {
 namespace {
@@ -22,7 +23,7 @@ SamplingRow row_of(float t, int32_t top_k, float top_p, float min_p, uint64_t se
   return SamplingRow{t, top_k, top_p, min_p, seed, offset};
 }
 
-// The exact probabilities Sampler::sample draws from (its rules, in double): sorted by
+// The exact probabilities the rules give (in double): sorted by
 // (logit desc, id asc), the first top_k, w = e^((l - max) / T) >= min_p, the shortest
 // prefix with cumulative probability >= top_p, renormalized.
 std::vector<double> exact_distribution(const std::vector<float>& logits, float t, int32_t top_k, float top_p,
@@ -89,26 +90,26 @@ void expect_matches(const std::vector<int64_t>& count, const std::vector<double>
   }
 }
 
-TEST(DeviceSampling, GreedyIsArgmaxLowestIdOnTies) {
+TEST(TokenSampler, GreedyIsArgmaxLowestIdOnTies) {
   std::vector<float> l = random_logits(1000, 1, 3.0f);
   const int32_t want = argmax(l.data(), 1000);
-  EXPECT_EQ(device_sample_reference(l.data(), 1000, row_of(0.0f, 0, 1, 0, 7, 0)), want);
+  EXPECT_EQ(sample_token(l.data(), 1000, row_of(0.0f, 0, 1, 0, 7, 0)), want);
   // Top-k / top-p / min-p do not matter at temperature 0.
-  EXPECT_EQ(device_sample_reference(l.data(), 1000, row_of(0.0f, 5, 0.5f, 0.3f, 7, 3)), want);
+  EXPECT_EQ(sample_token(l.data(), 1000, row_of(0.0f, 5, 0.5f, 0.3f, 7, 3)), want);
   l[17] = l[900] = 50.0f;
-  EXPECT_EQ(device_sample_reference(l.data(), 1000, row_of(0.0f, 0, 1, 0, 1, 0)), 17);
+  EXPECT_EQ(sample_token(l.data(), 1000, row_of(0.0f, 0, 1, 0, 1, 0)), 17);
   // Everything masked (or NaN): token 0, as argmax.
   std::vector<float> masked(10, -INFINITY);
   masked[3] = NAN;
-  EXPECT_EQ(device_sample_reference(masked.data(), 10, row_of(1.0f, 0, 1, 0, 1, 0)), 0);
+  EXPECT_EQ(sample_token(masked.data(), 10, row_of(1.0f, 0, 1, 0, 1, 0)), 0);
   // A +inf logit: nothing to sample, the first +inf wins.
   std::vector<float> inf = {1.0f, INFINITY, 2.0f, INFINITY};
-  EXPECT_EQ(device_sample_reference(inf.data(), 4, row_of(1.0f, 0, 1, 0, 1, 0)), 1);
+  EXPECT_EQ(sample_token(inf.data(), 4, row_of(1.0f, 0, 1, 0, 1, 0)), 1);
   // One finite logit among -inf: always it.
   std::vector<float> one(50, -INFINITY);
   one[42] = -3.0f;
   for (uint64_t off = 0; off < 100; ++off) {
-    EXPECT_EQ(device_sample_reference(one.data(), 50, row_of(1.0f, 0, 0.9f, 0, 5, off)), 42);
+    EXPECT_EQ(sample_token(one.data(), 50, row_of(1.0f, 0, 0.9f, 0, 5, off)), 42);
   }
 }
 
@@ -118,7 +119,7 @@ struct Combo {
   float top_p, min_p;
 };
 
-TEST(DeviceSampling, DrawsFollowTheKeptRenormalizedDistribution) {
+TEST(TokenSampler, DrawsFollowTheKeptRenormalizedDistribution) {
   const std::vector<Combo> combos = {{1.0f, 0, 1.0f, 0.0f},   {0.7f, 0, 1.0f, 0.0f},  {1.3f, 5, 1.0f, 0.0f},
                                      {0.8f, 0, 0.9f, 0.0f},   {1.0f, 0, 1.0f, 0.1f},  {0.9f, 10, 0.8f, 0.05f},
                                      {2.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 0.5f, 0.2f},  {1.5f, 12, 0.95f, 0.0f},
@@ -133,8 +134,8 @@ TEST(DeviceSampling, DrawsFollowTheKeptRenormalizedDistribution) {
     std::vector<int64_t> count(vocab, 0);
     const uint64_t seed = 1000 + c;
     for (int64_t off = 0; off < draws; ++off) {
-      const DeviceSampleResult r =
-          device_sample_reference_detail(logits.data(), vocab, row_of(k.t, k.top_k, k.top_p, k.min_p, seed, off));
+      const SampleResult r =
+          sample_token_detail(logits.data(), vocab, row_of(k.t, k.top_k, k.top_p, k.min_p, seed, off));
       ASSERT_GE(r.token, 0);
       ASSERT_LT(r.token, vocab);
       ++count[r.token];
@@ -149,20 +150,10 @@ TEST(DeviceSampling, DrawsFollowTheKeptRenormalizedDistribution) {
     const std::string what = "T " + std::to_string(k.t) + " top_k " + std::to_string(k.top_k) + " top_p " +
                              std::to_string(k.top_p) + " min_p " + std::to_string(k.min_p);
     expect_matches(count, p, draws, what);
-    // exact_distribution is Sampler::sample's: its own draws agree with it too.
-    Sampler sampler(seed);
-    SamplingParams sp;
-    sp.temperature = k.t;
-    sp.top_k = k.top_k > 0 ? k.top_k : -1;
-    sp.top_p = k.top_p;
-    sp.min_p = k.min_p;
-    std::vector<int64_t> cpu_count(vocab, 0);
-    for (int64_t i = 0; i < draws; ++i) ++cpu_count[sampler.sample(logits.data(), vocab, sp)];
-    expect_matches(cpu_count, p, draws, "Sampler " + what);
   }
 }
 
-TEST(DeviceSampling, OnlyKeptTokensAppearOnALargeVocab) {
+TEST(TokenSampler, OnlyKeptTokensAppearOnALargeVocab) {
   const int64_t vocab = 5000;
   const std::vector<float> logits = random_logits(vocab, 3, 4.0f);
   for (const Combo& k : std::vector<Combo>{{0.7f, 50, 1.0f, 0.0f}, {1.0f, 0, 0.9f, 0.0f}, {1.0f, 0, 1.0f, 0.1f},
@@ -174,8 +165,8 @@ TEST(DeviceSampling, OnlyKeptTokensAppearOnALargeVocab) {
     }
     std::set<int32_t> seen;
     for (uint64_t off = 0; off < 500; ++off) {
-      const DeviceSampleResult r =
-          device_sample_reference_detail(logits.data(), vocab, row_of(k.t, k.top_k, k.top_p, k.min_p, 9, off));
+      const SampleResult r =
+          sample_token_detail(logits.data(), vocab, row_of(k.t, k.top_k, k.top_p, k.min_p, 9, off));
       EXPECT_EQ(std::set<int32_t>(r.kept.begin(), r.kept.end()), support) << "kept set, top_k " << k.top_k;
       EXPECT_TRUE(support.count(r.token)) << "token " << r.token << " not kept";
       seen.insert(r.token);
@@ -184,37 +175,37 @@ TEST(DeviceSampling, OnlyKeptTokensAppearOnALargeVocab) {
   }
 }
 
-TEST(DeviceSampling, TiesAtTheCutKeepLowerIdsExactlyLikeTheCpuSampler) {
+TEST(TokenSampler, TiesAtTheCutKeepLowerIds) {
   const std::vector<float> flat(10, 1.0f);
   std::set<int32_t> seen;
   for (uint64_t off = 0; off < 2000; ++off) {
-    seen.insert(device_sample_reference(flat.data(), 10, row_of(1.0f, 3, 1.0f, 0.0f, 4, off)));
+    seen.insert(sample_token(flat.data(), 10, row_of(1.0f, 3, 1.0f, 0.0f, 4, off)));
   }
   EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
   // top-p 0.25 of 10 equal tokens: the first 3 (cumulative 0.3 >= 0.25).
   seen.clear();
   for (uint64_t off = 0; off < 2000; ++off) {
-    seen.insert(device_sample_reference(flat.data(), 10, row_of(1.0f, 0, 0.25f, 0.0f, 4, off)));
+    seen.insert(sample_token(flat.data(), 10, row_of(1.0f, 0, 0.25f, 0.0f, 4, off)));
   }
   EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
 }
 
-TEST(DeviceSampling, SameSeedAndOffsetSameTokenOtherwiseTheyVary) {
+TEST(TokenSampler, SameSeedAndOffsetSameTokenOtherwiseTheyVary) {
   const int64_t vocab = 2000;
   const std::vector<float> logits = random_logits(vocab, 4, 0.5f);  // flat-ish: many likely tokens
   std::set<int32_t> by_offset, by_seed;
   for (uint64_t off = 0; off < 200; ++off) {
     const SamplingRow r = row_of(1.0f, 0, 0.95f, 0.0f, 12345, off);
-    const int32_t a = device_sample_reference(logits.data(), vocab, r);
-    EXPECT_EQ(a, device_sample_reference(logits.data(), vocab, r));
+    const int32_t a = sample_token(logits.data(), vocab, r);
+    EXPECT_EQ(a, sample_token(logits.data(), vocab, r));
     by_offset.insert(a);
-    by_seed.insert(device_sample_reference(logits.data(), vocab, row_of(1.0f, 0, 0.95f, 0.0f, off, 7)));
+    by_seed.insert(sample_token(logits.data(), vocab, row_of(1.0f, 0, 0.95f, 0.0f, off, 7)));
   }
   EXPECT_GT(by_offset.size(), 150u);
   EXPECT_GT(by_seed.size(), 150u);
 }
 
-TEST(DeviceSampling, CounterRngIsUniformOpenAndAPureFunction) {
+TEST(TokenSampler, CounterRngIsUniformOpenAndAPureFunction) {
   const uint64_t key = counter_rng_key(42, 3);
   EXPECT_EQ(key, counter_rng_key(42, 3));
   EXPECT_NE(key, counter_rng_key(42, 4));
@@ -240,7 +231,7 @@ TEST(DeviceSampling, CounterRngIsUniformOpenAndAPureFunction) {
   EXPECT_LT(-std::log(-std::log1p(-0x1.fffffep-1f)), kMaxGumbelNoise);
 }
 
-TEST(DeviceSampling, OrderKeysAndCompositesSortLikeTheSampler) {
+TEST(TokenSampler, OrderKeysAndCompositesSortLikeTheSampler) {
   const std::vector<float> v = {-INFINITY, -1e30f, -2.5f, -1e-30f, 0.0f, 1e-30f, 1.0f, 3e38f, INFINITY};
   for (size_t i = 0; i + 1 < v.size(); ++i) {
     EXPECT_LT(float_order_key(v[i]), float_order_key(v[i + 1])) << v[i];
@@ -254,7 +245,7 @@ TEST(DeviceSampling, OrderKeysAndCompositesSortLikeTheSampler) {
   EXPECT_GT(sampling_composite(float_order_key(1.6f), 100000), sampling_composite(k, 0));
 }
 
-TEST(DeviceSampling, MakeSamplingRowMapsTheRequestParameters) {
+TEST(TokenSampler, MakeSamplingRowMapsTheRequestParameters) {
   SamplingParams p;
   p.temperature = 0.7f;
   p.top_k = -1;

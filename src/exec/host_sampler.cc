@@ -1,0 +1,50 @@
+#include "exec/host_sampler.h"
+
+#include <algorithm>
+
+#include "sample/sampler.h"
+#include "sample/token_sampler.h"
+
+namespace tessera {
+
+namespace {
+
+// Top-k of the log-softmax, plus the given token when it is outside the top k.
+PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int32_t token) {
+  PositionLogprobs top = top_logprobs(logprobs, n, k);
+  if (std::none_of(top.begin(), top.end(), [&](const auto& e) { return e.first == token; })) {
+    top.emplace_back(token, logprobs[token]);
+  }
+  return top;
+}
+
+}  // namespace
+
+HostSampler::HostSampler(int64_t vocab_size, std::vector<int32_t> eos_token_ids)
+    : vocab_(vocab_size), eos_token_ids_(std::move(eos_token_ids)), scratch_(static_cast<size_t>(vocab_size)) {}
+
+void HostSampler::finish(const Request& r, const LogitsRows& lr, const float* logits, RequestStepOutput* o) {
+  auto row = [&](int32_t i) { return logits + static_cast<size_t>(i) * static_cast<size_t>(vocab_); };
+  for (int32_t k = 0; k < lr.num_prompt_rows; ++k) {
+    log_softmax(row(lr.first_prompt_row + k), vocab_, scratch_.data());
+    const int32_t token = r.prompt_token_ids[lr.prompt_position + k];
+    o->prompt_logprobs.push_back(logprobs_with(scratch_.data(), vocab_, r.params.prompt_logprobs, token));
+    const float lp = scratch_[static_cast<size_t>(token)];
+    o->prompt_ranks.push_back(1 + static_cast<int32_t>(std::count_if(scratch_.begin(), scratch_.begin() + vocab_,
+                                                                     [lp](float x) { return x > lp; })));
+  }
+  if (lr.sample_row < 0) return;
+  const float* raw = row(lr.sample_row);
+  std::copy(raw, raw + vocab_, scratch_.begin());
+  process_logits(scratch_.data(), vocab_, r.params, r.prompt_token_ids, r.output_token_ids, eos_token_ids_);
+  const int32_t token = sample_token(
+      scratch_.data(), vocab_, make_sampling_row(r.params, r.sampling_seed, static_cast<uint64_t>(r.num_output_tokens())));
+  o->sampled_token = token;
+  if (r.params.logprobs > 0) {
+    log_softmax(raw, vocab_, scratch_.data());
+    o->logprobs = logprobs_with(scratch_.data(), vocab_, r.params.logprobs, token);
+    o->token_logprob = scratch_[static_cast<size_t>(token)];
+  }
+}
+
+}  // namespace tessera

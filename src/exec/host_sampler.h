@@ -1,0 +1,30 @@
+// HostSampler: a step's host logits rows -> what a request gets (prompt logprobs, the sampled
+// token and its logprobs). The CPU runner samples every row here; the CUDA runner the rows
+// the device does not (too many logit adjustments, logprobs of adjusted logits). The draw is
+// sample_token's, the device sampler's twin, so where a row is sampled does not change it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/request.h"
+#include "exec/model_runner.h"
+
+namespace tessera {
+
+class HostSampler {
+ public:
+  HostSampler(int64_t vocab_size, std::vector<int32_t> eos_token_ids);
+
+  // Fills o from r's rows lr of logits ([rows, vocab] fp32): the prompt logprobs of its
+  // prompt rows and, when lr.sample_row >= 0, the token drawn (after bias, min_tokens masks
+  // and penalties) with its logprobs of the raw logits, as vLLM reports them by default.
+  void finish(const Request& r, const LogitsRows& lr, const float* logits, RequestStepOutput* o);
+
+ private:
+  int64_t vocab_;
+  std::vector<int32_t> eos_token_ids_;
+  std::vector<float> scratch_;  // [vocab] processed logits / logprobs
+};
+
+}  // namespace tessera
