@@ -11,6 +11,7 @@
 
 #include "engine/bad_words.h"
 #include "engine/engine_setup.h"
+#include "engine/frontend.h"
 #include "engine/llm_impl.h"
 
 namespace tessera {
@@ -58,6 +59,7 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineArgs& args) {
   impl->tokenizer = std::move(loaded->tokenizer);
   impl->tokenizer_error = std::move(loaded->tokenizer_error);
   impl->engine = std::move(loaded->core);
+  impl->frontend = std::make_unique<EngineFrontend>(*impl->engine, impl->tokenizer.get());
   impl->stats.num_kv_blocks = impl->engine->plan().shape.num_blocks - 1;
   for (int64_t id : impl->model->config().eos_token_ids) impl->eos_token_ids.push_back(static_cast<int32_t>(id));
   if (!args.disable_log_stats) {
@@ -106,168 +108,68 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
     return results;
   }
   const tokenizer::Tokenizer* tok = m.tokenizer.get();
-  std::vector<Impl::Child> children;
-  std::unordered_map<RequestId, size_t> child_of;
+  EngineFrontend& frontend = *m.frontend;
+  std::vector<std::shared_ptr<RequestStream>> streams(prompts.size());
   const double arrival = now_seconds();
   int64_t in_tokens = 0;
+  size_t finished_prompts = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     RequestOutput& res = results[i];
-    res.request_id = std::to_string(m.next_request++);
-    res.metrics.arrival_time = arrival;
     res.prompt = prompts[i].text;
+    res.metrics.arrival_time = arrival;
+    // The input side the server does from JSON: text to ids, bad words to ids.
+    Status st;
     if (prompts[i].text) {
-      if (tok == nullptr) {
-        res.error = "text prompts need a tokenizer: " + m.tokenizer_error;
-        continue;
-      }
-      auto ids = tok->encode(*prompts[i].text, /*add_special_tokens=*/true);
-      if (!ids.ok()) {
-        res.error = ids.error();
-        continue;
-      }
-      res.prompt_token_ids = std::move(*ids);
+      auto ids = tok == nullptr ? Result<std::vector<int32_t>>(Status::error("text prompts need a tokenizer: " +
+                                                                             m.tokenizer_error))
+                                : tok->encode(*prompts[i].text, /*add_special_tokens=*/true);
+      if (ids.ok()) res.prompt_token_ids = std::move(*ids);
+      st = ids.status();
     } else {
       res.prompt_token_ids = prompts[i].token_ids;
     }
     SamplingParams p = params[i];
-    if (std::string err = p.validate(); !err.empty()) {
-      res.error = err;
+    if (st.ok() && !p.bad_words.empty()) {
+      st = tok == nullptr ? Status::error("bad_words need a tokenizer: " + m.tokenizer_error) : resolve_bad_words(&p, *tok);
+    }
+    if (st.ok()) st = frontend.validate(res.prompt_token_ids, p);
+    if (!st.ok()) {
+      res.error = st.message();
+      ++finished_prompts;
       continue;
     }
-    if (!p.bad_words.empty()) {
-      if (tok == nullptr) {
-        res.error = "bad_words need a tokenizer: " + m.tokenizer_error;
-        continue;
-      }
-      if (Status s = resolve_bad_words(&p, *tok); !s.ok()) {
-        res.error = s.message();
-        continue;
-      }
-    }
-    for (int64_t c = 0; c < p.n; ++c) {
-      Impl::Child child;
-      child.prompt_idx = i;
-      child.index = c;
-      child.id = RequestId{m.next_request++};
-      child.params = p;
-      child.params.n = 1;
-      if (p.seed) child.params.seed = *p.seed + static_cast<uint64_t>(c);  // distinct, reproducible streams
-      child.out.index = c;
-      child.tracker = std::make_unique<CompletionTracker>(tok, child.params, res.prompt_token_ids, c);
-      auto req = std::make_unique<Request>(child.id, res.prompt_token_ids, child.params);
-      req->arrival_seq = child.id.value;
-      req->arrival_time = arrival;
-      Status st = m.engine->add_request(std::move(req));
-      if (!st.ok()) {
-        res.error = st.message();
-        break;
-      }
-      child_of[child.id] = children.size();
-      children.push_back(std::move(child));
-    }
-    if (!res.error.empty()) {
-      // A rejected prompt takes back any children already queued.
-      for (auto& c : children) {
-        if (c.prompt_idx == i && m.engine->abort_request(c.id)) m.engine->take_finished(c.id);
-      }
-      std::erase_if(children, [&](const Impl::Child& c) { return c.prompt_idx == i; });
-      child_of.clear();
-      for (size_t k = 0; k < children.size(); ++k) child_of[children[k].id] = k;
-      continue;
-    }
+    streams[i] = std::make_shared<RequestStream>(m.next_request++, nullptr);
+    res.request_id = std::to_string(streams[i]->id());
+    res.outputs.resize(static_cast<size_t>(p.n));
+    for (int64_t c = 0; c < p.n; ++c) res.outputs[static_cast<size_t>(c)].index = c;
+    frontend.add(streams[i], GenerateRequest{res.prompt_token_ids, p, 0, nullptr}, arrival);
     in_tokens += static_cast<int64_t>(res.prompt_token_ids.size());
   }
 
   ProgressBar bar(prompts.size(), progress && !m.args.disable_progress_bar && prompts.size() > 1);
-  size_t finished_children = 0, finished_prompts = 0;
-  std::vector<int64_t> open_children(prompts.size(), 0);
-  for (const auto& c : children) ++open_children[c.prompt_idx];
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    if (open_children[i] == 0) ++finished_prompts;
-  }
   int64_t out_tokens = 0;
-  // With a device runner each step's outputs are processed while the next step runs
-  // (EngineCoreBase::launch_step): a stop string found then stops its request at once, and
-  // the engine drops the request's results of steps in flight.
-  std::vector<EngineStepOutput> step;
-  double step_time = 0.0;
-  auto finish_child = [&](Impl::Child& c, RequestStatus status, std::unique_ptr<Request> req, CompletionDelta* d) {
-    RequestOutput& res = results[c.prompt_idx];
-    c.done = true;
-    c.tracker->finish(status, req ? req->stop_reason : std::nullopt, d);
-    c.out.text += d->text;
-    c.out.finish_reason = d->finish_reason;
-    c.out.stop_token = d->stop_token;
-    c.out.stop_string = d->stop_string;
-    if (req && c.index == 0) res.num_cached_tokens = std::max(0, req->num_cached_tokens);
-    res.metrics.first_token_time = std::max(res.metrics.first_token_time, c.first_token_time);
-    res.metrics.finished_time = step_time;
-    ++finished_children;
-    if (--open_children[c.prompt_idx] == 0) {
-      res.finished = true;
-      ++finished_prompts;
+  auto collect = [&] {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!streams[i]) continue;
+      StreamBatch b = streams[i]->take();
+      for (const CompletionDelta& d : b.deltas) out_tokens += static_cast<int64_t>(d.token_ids.size());
+      append_to_output(std::move(b), &results[i]);
+      if (results[i].finished) {
+        streams[i].reset();
+        ++finished_prompts;
+      }
     }
   };
-  auto process = [&] {
-    for (const EngineStepOutput& o : step) {
-      auto it = child_of.find(o.id);
-      if (it == child_of.end()) continue;
-      Impl::Child& c = children[it->second];
-      if (c.done) continue;
-      RequestOutput& res = results[c.prompt_idx];
-      if (c.index == 0 && !o.prompt_logprobs.empty()) {
-        if (res.prompt_logprobs.empty()) {  // position 0
-          res.prompt_logprobs.emplace_back();
-          res.prompt_logprob_ranks.push_back(0);
-        }
-        res.prompt_logprobs.insert(res.prompt_logprobs.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
-        res.prompt_logprob_ranks.insert(res.prompt_logprob_ranks.end(), o.prompt_ranks.begin(), o.prompt_ranks.end());
-      }
-      RequestStatus status = o.status;
-      if (o.new_token) {
-        ++out_tokens;
-        if (!c.first_token_seen) {
-          c.first_token_seen = true;
-          c.first_token_time = step_time;
-        }
-        c.out.token_ids.push_back(*o.new_token);
-        if (o.new_logprobs) {
-          c.out.logprobs.push_back(*o.new_logprobs);
-          c.cumulative += o.new_token_logprob;
-          c.out.cumulative_logprob = c.cumulative;
-        }
-        CompletionDelta d;
-        if (c.tracker->add(o, &d) && !is_finished(status)) {
-          status = RequestStatus::kFinishedStopped;
-          m.engine->stop_request(o.id);
-        }
-        c.out.text += d.text;
-      }
-      if (!is_finished(status)) continue;
-      CompletionDelta d;
-      finish_child(c, status, m.engine->take_finished(o.id), &d);
-    }
-    if (!step.empty()) bar.update(finished_prompts, in_tokens, out_tokens, false);
-    step.clear();
-  };
-  const bool overlap = m.engine->launches_async();
-  while (finished_children < children.size() && m.engine->has_unfinished() && m.engine->launch_step()) {
-    if (overlap) process();  // the step before's outputs, while this one runs
-    step = m.engine->finish_step();
-    step_time = now_seconds();
+  while (frontend.has_work()) {
+    frontend.step();
     const EngineStats es = m.engine->stats();
     m.stats.peak_kv_blocks_used = std::max<int64_t>(m.stats.peak_kv_blocks_used,
                                                     static_cast<int64_t>(es.kv_cache_usage * m.stats.num_kv_blocks + 0.5));
-    if (!overlap) process();
+    collect();
+    bar.update(finished_prompts, in_tokens, out_tokens, false);
   }
-  process();
-  // A look-ahead step may still run for requests that have finished: its results are dropped.
-  while (m.engine->has_unfinished() && m.engine->launch_step()) m.engine->finish_step();
+  collect();
   bar.update(finished_prompts, in_tokens, out_tokens, true);
-  for (auto& c : children) results[c.prompt_idx].outputs.push_back(std::move(c.out));
-  for (auto& r : results) {
-    std::sort(r.outputs.begin(), r.outputs.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
-  }
   return results;
 }
 

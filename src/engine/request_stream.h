@@ -38,6 +38,11 @@ struct StreamBatch {
   RequestMetrics metrics;  // arrival, first token and finish times
 };
 
+// Adds a stream's news to the request's output (the offline API's whole-request view):
+// outputs[d.index] of each delta, prompt logprobs, and the end (metrics, cached tokens,
+// or the error). out->outputs holds one entry per completion, indexed already.
+void append_to_output(StreamBatch&& batch, RequestOutput* out);
+
 class RequestStream {
  public:
   RequestStream(uint64_t id, std::function<void()> notify) : id_(id), notify_(std::move(notify)) {}
