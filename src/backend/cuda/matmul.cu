@@ -16,21 +16,21 @@ std::string status_text(const char* what, cublasStatus_t s) {
 
 }  // namespace
 
-Gemm::Gemm() {
-  cublasLtCreate(&handle_);
+Gemm::Gemm() : lt_(cublaslt(&load_error_)) {
+  if (lt_ != nullptr) lt_->Create(&handle_);
   cudaMalloc(&workspace_, workspace_bytes_);
 }
 
 Gemm::~Gemm() {
   for (auto& [key, p] : plans_) {
-    if (p.d) cublasLtMatrixLayoutDestroy(p.d);
-    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
-    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
-    if (p.op) cublasLtMatmulDescDestroy(p.op);
+    if (p.d) lt_->MatrixLayoutDestroy(p.d);
+    if (p.b) lt_->MatrixLayoutDestroy(p.b);
+    if (p.a) lt_->MatrixLayoutDestroy(p.a);
+    if (p.op) lt_->MatmulDescDestroy(p.op);
   }
   cudaFree(tune_out_);
   cudaFree(workspace_);
-  cublasLtDestroy(handle_);
+  if (lt_ != nullptr) lt_->Destroy(handle_);
 }
 
 Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type) {
@@ -38,26 +38,30 @@ Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type)
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan& p = plans_[key];
-  cublasStatus_t s = cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  if (lt_ == nullptr) {
+    p.error = load_error_;
+    return p;
+  }
+  cublasStatus_t s = lt_->MatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   if (s != CUBLAS_STATUS_SUCCESS) {
     p.error = status_text("cublasLtMatmulDescCreate", s);
     return p;
   }
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa));
-  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb));
-  cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k);
-  cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k);
-  cublasLtMatrixLayoutCreate(&p.d, out_type, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m);
+  lt_->MatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa));
+  lt_->MatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb));
+  lt_->MatrixLayoutCreate(&p.a, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k);
+  lt_->MatrixLayoutCreate(&p.b, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k);
+  lt_->MatrixLayoutCreate(&p.d, out_type, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m);
   cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulPreferenceCreate(&pref);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+  lt_->MatmulPreferenceCreate(&pref);
+  lt_->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
                                        sizeof(workspace_bytes_));
   cublasLtMatmulHeuristicResult_t heuristics[kCandidates] = {};
   int found = 0;
   const int wanted = n <= tune_max_rows_ ? kCandidates : 1;
-  s = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, wanted, heuristics, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  s = lt_->MatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, wanted, heuristics, &found);
+  lt_->MatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     p.error = found == 0 ? "cuBLASLt has no algorithm for this GEMM" : status_text("cublasLtMatmulAlgoGetHeuristic", s);
   } else {
@@ -92,7 +96,7 @@ void Gemm::tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStr
   float best_ms = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     auto once = [&] {
-      return cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &all[i], workspace_,
+      return lt_->Matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &all[i], workspace_,
                             workspace_bytes_, stream);
     };
     if (once() != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; skips what cannot run
@@ -129,7 +133,7 @@ std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_
     }
   }
   const float alpha = 1.0f;
-  const cublasStatus_t s = cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &p.algo,
+  const cublasStatus_t s = lt_->Matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &p.algo,
                                           workspace_, workspace_bytes_, stream);
   return s == CUBLAS_STATUS_SUCCESS ? "" : status_text("cublasLtMatmul", s);
 }

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cuda/cublaslt_loader.h"
 #include "backend/cuda/ops.h"
 
 namespace tessera::cuda {
@@ -56,6 +57,8 @@ class Gemm {
   // Times p's candidates on these operands (into a scratch output) and keeps the fastest.
   void tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStream_t stream);
 
+  const CublasLtApi* lt_ = nullptr;  // null: cuBLASLt could not be loaded (load_error_)
+  std::string load_error_;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
