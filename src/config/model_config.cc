@@ -128,6 +128,7 @@ std::optional<std::string> canonical_architecture(const std::string& name) {
       {"MistralForCausalLM", "mistral"}, {"mistral", "mistral"},
       {"Qwen2ForCausalLM", "qwen2"},     {"qwen2", "qwen2"},
       {"Qwen3ForCausalLM", "qwen3"},     {"qwen3", "qwen3"},
+      {"Phi3ForCausalLM", "phi3"},       {"phi3", "phi3"},
   };
   for (const auto& [from, to] : kNames) {
     if (name == from) return std::string(to);
@@ -192,7 +193,7 @@ Result<ModelConfig> model_config_from_hf_json(const json& j, const std::string& 
   if (!arch) {
     std::string got = j.contains("architectures") ? j["architectures"].dump() : "none";
     return Status::error(source + ": unsupported architecture " + got +
-                         " (supported: Llama, Mistral, Qwen2, Qwen3)");
+                         " (supported: Llama, Mistral, Qwen2, Qwen3, Phi-3)");
   }
   c.architecture = *arch;
   TESSERA_RETURN_IF_ERROR(read_int(j, "vocab_size", &c.vocab_size, source, true));
@@ -209,6 +210,12 @@ Result<ModelConfig> model_config_from_hf_json(const json& j, const std::string& 
       read_int(j, "max_position_embeddings", &c.max_position_embeddings, source, false));
   TESSERA_RETURN_IF_ERROR(read_double(j, "rms_norm_eps", &c.rms_norm_eps, source));
   TESSERA_RETURN_IF_ERROR(read_rope(j, &c, source));
+  double rotary_fraction = 1.0;
+  TESSERA_RETURN_IF_ERROR(read_double(j, "partial_rotary_factor", &rotary_fraction, source));
+  if (rotary_fraction != 1.0) {
+    return Status::error(source + ": partial_rotary_factor " + std::to_string(rotary_fraction) +
+                         " is not supported (RoPE over the whole head only)");
+  }
   TESSERA_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", &c.tie_word_embeddings, source));
   c.attention_bias = c.architecture == "qwen2";
   TESSERA_RETURN_IF_ERROR(read_bool(j, "attention_bias", &c.attention_bias, source));
@@ -219,7 +226,8 @@ Result<ModelConfig> model_config_from_hf_json(const json& j, const std::string& 
   }
   int64_t window = 0;
   TESSERA_RETURN_IF_ERROR(read_int(j, "sliding_window", &window, source, false));
-  bool use_window = c.architecture == "mistral";
+  // Mistral and Phi-3 apply a configured window; Qwen2/3 only with use_sliding_window.
+  bool use_window = c.architecture == "mistral" || c.architecture == "phi3";
   TESSERA_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", &use_window, source));
   if (window > 0 && use_window) c.sliding_window = window;
   int64_t bos = -1;

@@ -19,6 +19,7 @@ Result<std::unique_ptr<Model>> build_llama(ModelConfig, std::shared_ptr<const We
 Result<std::unique_ptr<Model>> build_mistral(ModelConfig, std::shared_ptr<const WeightStore>, WeightScheme);
 Result<std::unique_ptr<Model>> build_qwen2(ModelConfig, std::shared_ptr<const WeightStore>, WeightScheme);
 Result<std::unique_ptr<Model>> build_qwen3(ModelConfig, std::shared_ptr<const WeightStore>, WeightScheme);
+Result<std::unique_ptr<Model>> build_phi3(ModelConfig, std::shared_ptr<const WeightStore>, WeightScheme);
 
 // nullptr for an unknown architecture.
 ModelBuilder find_model_builder(const std::string& architecture);

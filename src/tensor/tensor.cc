@@ -11,4 +11,13 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+TensorView row_slice(const TensorView& m, int64_t first, int64_t count) {
+  TensorView v;
+  v.dtype = m.dtype;
+  v.shape = {count, m.cols()};
+  v.data = m.row(first);
+  v.nbytes = static_cast<size_t>(count * row_bytes(m.dtype, m.cols()));
+  return v;
+}
+
 }  // namespace tessera

@@ -31,4 +31,8 @@ struct TensorView {
 
 std::string shape_string(const std::vector<int64_t>& shape);
 
+// Rows [first, first + count) of a matrix, as a view of the same bytes (a fused q/k/v or
+// gate/up weight read as its parts). The caller checks the range.
+TensorView row_slice(const TensorView& matrix, int64_t first, int64_t count);
+
 }  // namespace tessera

@@ -56,6 +56,13 @@ TEST_F(ModelErrors, ShapeMismatch) {
   EXPECT_NE(err.find("has shape [172, 64], expected [200, 64]"), std::string::npos) << err;
 }
 
+TEST_F(ModelErrors, Phi3WithoutItsFusedWeightsNamesTheTensor) {
+  config_["architectures"] = {"Phi3ForCausalLM"};  // a Llama checkpoint: separate q/k/v
+  write_config(config_);
+  const std::string err = load_error();
+  EXPECT_NE(err.find("missing tensor 'model.layers.0.self_attn.qkv_proj.weight'"), std::string::npos) << err;
+}
+
 TEST_F(ModelErrors, MissingConfig) {
   const std::string err = load_error();
   EXPECT_NE(err.find("config.json"), std::string::npos) << err;

@@ -69,13 +69,30 @@ TEST(ModelConfig, Qwen2AndQwen3Flags) {
   EXPECT_EQ(c->head_dim, 256);
 }
 
+void expect_error(const nlohmann::json& j, const std::string& needle) {
+  auto c = model_config_from_hf_json(j, "cfg.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find(needle), std::string::npos) << c.error();
+  EXPECT_EQ(c.error().rfind("cfg.json", 0), 0u) << c.error();
+}
+
+TEST(ModelConfig, Phi3WindowAndTheVariantsItRefuses) {
+  auto j = llama_json();
+  j["architectures"] = {"Phi3ForCausalLM"};
+  j.erase("rope_scaling");
+  j["sliding_window"] = 2047;  // Phi-3-mini-4k's: applied without use_sliding_window
+  auto c = model_config_from_hf_json(j, "config.json");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->architecture, "phi3");
+  EXPECT_EQ(c->sliding_window, 2047);
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0}}, {"long_factor", {1.0}}};
+  expect_error(j, "unsupported rope scaling type 'longrope'");
+  j.erase("rope_scaling");
+  j["partial_rotary_factor"] = 0.75;  // Phi-4-mini's
+  expect_error(j, "partial_rotary_factor 0.750000 is not supported");
+}
+
 TEST(ModelConfig, ErrorsNameTheProblem) {
-  auto expect_error = [](nlohmann::json j, const std::string& needle) {
-    auto c = model_config_from_hf_json(j, "cfg.json");
-    ASSERT_FALSE(c.ok());
-    EXPECT_NE(c.error().find(needle), std::string::npos) << c.error();
-    EXPECT_EQ(c.error().rfind("cfg.json", 0), 0u) << c.error();
-  };
   auto j = llama_json();
   j["architectures"] = {"GPT2LMHeadModel"};
   j["model_type"] = "gpt2";

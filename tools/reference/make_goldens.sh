@@ -26,7 +26,7 @@ if [ -z "${SKIP_MODELS:-}" ]; then
 fi
 
 # Tiny models from their transformers directories: 8 seeded random prompts, 32 tokens, top-10.
-for name in tiny-llama2 tiny-llama3 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-smollm2; do
+for name in tiny-llama2 tiny-llama3 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-smollm2 tiny-phi3; do
   $REF --model "$M/$name" --random-prompts --max-tokens 32 --top-k 10 --out "$G/hf-$name.json"
 done
 

@@ -4,7 +4,7 @@
     python tools/reference/make_tiny_models.py [--out tests/data/models] [--only NAME ...]
 
 Each model is a real transformers architecture (LlamaForCausalLM, MistralForCausalLM,
-Qwen2ForCausalLM, Qwen3ForCausalLM), 2 layers, GQA, float32, saved with save_pretrained
+Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM), 2 layers, GQA, float32, saved with save_pretrained
 (config.json + model.safetensors + generation_config.json). config.json is rewritten in the
 classic form real checkpoints use ("rope_theta" + "rope_scaling" instead of transformers 5's
 "rope_parameters"); the script checks that transformers reads the rewritten file back to the
@@ -82,6 +82,9 @@ MODELS = {
     "tiny-smollm2": ("LlamaForCausalLM", dict(hidden_size=96, intermediate_size=192, num_attention_heads=6,
                                               num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=100000.0,
                                               rope_scaling=None, tie_word_embeddings=True), ("llama", ["f32"])),
+    # Fused qkv_proj and gate_up_proj; no GGUF (Tessera runs Phi-3 from safetensors only).
+    "tiny-phi3": ("Phi3ForCausalLM", dict(rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=None,
+                                          sliding_window=None, tie_word_embeddings=False), None),
 }
 
 # Standard deviations of the random weights (chosen so that top-1 is well separated).
@@ -104,7 +107,8 @@ def seed_of(name):
 def build_config(cls_name, overrides):
     import transformers
     cfg_cls = {"LlamaForCausalLM": transformers.LlamaConfig, "MistralForCausalLM": transformers.MistralConfig,
-               "Qwen2ForCausalLM": transformers.Qwen2Config, "Qwen3ForCausalLM": transformers.Qwen3Config}[cls_name]
+               "Qwen2ForCausalLM": transformers.Qwen2Config, "Qwen3ForCausalLM": transformers.Qwen3Config,
+               "Phi3ForCausalLM": transformers.Phi3Config}[cls_name]
     kw = dict(COMMON)
     kw.update(overrides)
     return cfg_cls(**kw)
@@ -114,6 +118,8 @@ def randomize(model, name, tied):
     """Overwrites every parameter with seeded numpy draws."""
     import torch
     rng = np.random.default_rng(seed_of(name))
+    cfg = model.config
+    qk_rows = (cfg.num_attention_heads + cfg.num_key_value_heads) * (cfg.hidden_size // cfg.num_attention_heads)
     with torch.no_grad():
         for pname, p in model.named_parameters():  # deterministic order; tied lm_head not listed twice
             shape = tuple(p.shape)
@@ -133,6 +139,9 @@ def randomize(model, name, tied):
                 vals = STD_LM_HEAD * rng.standard_normal(shape)
             elif pname.endswith(("q_proj.weight", "k_proj.weight")):
                 vals = STD_QK * rng.standard_normal(shape)
+            elif pname.endswith("qkv_proj.weight"):  # fused: q and k rows sharp, v rows plain
+                vals = STD_LINEAR * rng.standard_normal(shape)
+                vals[:qk_rows] *= STD_QK / STD_LINEAR
             elif pname.endswith(".weight") and p.dim() == 2:
                 vals = STD_LINEAR * rng.standard_normal(shape)
             else:
