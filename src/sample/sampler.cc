@@ -19,6 +19,8 @@ std::string SamplingParams::validate() const {
   if (logprobs < 0 || logprobs > 20) return "logprobs must be in [0, 20]";
   if (prompt_logprobs < -1 || prompt_logprobs > 20) return "prompt_logprobs must be in [0, 20]";
   if (n < 1 || n > 128) return "n must be in [1, 128], got " + std::to_string(n);
+  // Greedy completions would all be the same (vLLM's rule and text; its threshold, 1e-5).
+  if (n > 1 && temperature < 1e-5f) return "n must be 1 when using greedy sampling, got " + std::to_string(n) + ".";
   if (min_tokens < 0 || min_tokens > max_tokens) return "min_tokens must be in [0, max_tokens]";
   if (!(min_p >= 0.0f && min_p <= 1.0f)) return "min_p must be in [0, 1]";
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) return "presence_penalty must be in [-2, 2]";

@@ -108,6 +108,14 @@ class ErrorsTest(unittest.TestCase):
         self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="x", max_tokens=2, n=0)
         self.assert_raw_error("/v1/chat/completions", {"messages": CAPITAL_Q, "max_tokens": 2, "n": 0}, 400)
 
+    def test_n_with_greedy_sampling(self):
+        # Greedy completions would all be the same: refused with vLLM's text.
+        e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="x", max_tokens=2, n=3,
+                                     temperature=0)
+        self.assertIn("n must be 1 when using greedy sampling, got 3", str(e))
+        self.assert_raw_error("/v1/chat/completions",
+                              {"messages": CAPITAL_Q, "max_tokens": 2, "n": 2, "temperature": 0}, 400)
+
     def test_wrong_type(self):
         e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="x",
                                      max_tokens="abc")

@@ -265,15 +265,6 @@ class CompletionsTest(unittest.TestCase):
             self.assertTrue(c.text.startswith(prompts[c.index // n]),
                             f"choice {c.index}: {c.text!r} should continue {prompts[c.index // n]!r}")
 
-    def test_n_greedy(self):
-        resp = CLIENT.completions.create(model=NAME, prompt=PROMPT, n=3, max_tokens=6, temperature=0)
-        self.assertEqual(sorted(c.index for c in resp.choices), [0, 1, 2])
-        expected = cli_generate([PROMPT], 6)[0]["outputs"][0]["text"]
-        self.assertEqual([c.text for c in resp.choices], [expected] * 3)
-        self.assertEqual([c.finish_reason for c in resp.choices], ["length"] * 3)
-        self.assertEqual(resp.usage.completion_tokens, 18)
-        self.assertEqual(resp.usage.prompt_tokens, len(tokenize(PROMPT)["tokens"]))
-
     def test_seed_reproducible(self):
         kw = dict(model=NAME, prompt="My favourite colour is", max_tokens=12, temperature=1,
                   seed=1234)

@@ -53,6 +53,18 @@ TEST(RequestValidation, OfflineAndServerRefuseWithTheSameText) {
       {"logit_bias key out of vocabulary", ok_prompt, [vocab](SamplingParams& p) { p.logit_bias[vocab] = 1.0f; },
        "logit_bias token id 512"},
       {"n beyond its bound", ok_prompt, [](SamplingParams& p) { p.n = 1000; }, "n must be in [1, 128]"},
+      {"n with greedy sampling", ok_prompt,
+       [](SamplingParams& p) {
+         p.n = 3;
+         p.temperature = 0.0f;
+       },
+       "n must be 1 when using greedy sampling, got 3"},
+      {"max_tokens beyond its bound", ok_prompt, [](SamplingParams& p) { p.max_tokens = int64_t{1} << 40; },
+       "max_tokens is too large"},
+      {"frequency_penalty out of range", ok_prompt, [](SamplingParams& p) { p.frequency_penalty = 2.5f; },
+       "frequency_penalty"},
+      {"negative repetition_penalty", ok_prompt, [](SamplingParams& p) { p.repetition_penalty = -1.0f; },
+       "repetition_penalty"},
       {"negative max_tokens", ok_prompt, [](SamplingParams& p) { p.max_tokens = -1; }, "max_tokens"},
       {"presence_penalty out of range", ok_prompt, [](SamplingParams& p) { p.presence_penalty = -3.0f; },
        "presence_penalty"},
