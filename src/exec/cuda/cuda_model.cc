@@ -52,6 +52,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   auto m = std::unique_ptr<CudaModel>(new CudaModel());
   const ModelConfig& c = model.config();
   m->config_ = c;
+  m->definition_ = model.definition();
   const int64_t d = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
   const int64_t qkv_rows = q_rows + 2 * kv_rows;
@@ -151,113 +152,157 @@ bool CudaModel::uses_gemv(int64_t num_tokens) const {
          gemv_supported(num_tokens, q_dim) && gemv_supported(num_tokens, c.intermediate_size);
 }
 
-Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
-                                 cudaStream_t stream) {
-  const ModelConfig& c = config_;
-  const int64_t n = step.meta.num_tokens;
-  const int64_t d = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
-  const int64_t qkv_dim = (nh + 2 * nkv) * hd, inter = c.intermediate_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  const AttentionShape shape{nh, nkv, hd, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd)),
-                             c.sliding_window.value_or(0)};
-  const bool small = uses_gemv(n);
-  auto mark = [&](OpTimer::Op op) {
-    if (timer_ != nullptr) timer_->mark(op, stream);
-  };
-  // Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the memory's
-  // speed (the norm in the prologue, the residual add in the epilogue), chained with
-  // programmatic dependent launch; the MLP as bulk GEMVs at up to bulk_decode_tokens_, else
-  // through cuBLASLt, which streams the large matrices faster than the cp.async GEMVs (with a
-  // norm and a SiLU kernel between; docs/benchmarks.md). More tokens: cuBLASLt GEMMs with
-  // separate norms.
-  const bool bulk = small && n <= bulk_decode_tokens_;
-  const GemvOptions pdl{.pdl = true, .variant = decode_gemv_variant(bulk)};
+// One forward pass's ops on the device, the DecoderBackend the architecture's definition
+// runs over. Few tokens (decode): q/k/v and o as fused GEMVs that stream the weights at the
+// memory's speed (the norm in the prologue, the residual add in the epilogue), chained with
+// programmatic dependent launch; the MLP as bulk GEMVs at up to bulk_decode_tokens_, else
+// through cuBLASLt, which streams the large matrices faster than the cp.async GEMVs (with a
+// norm and a SiLU kernel between; docs/benchmarks.md). More tokens: cuBLASLt GEMMs with
+// separate norms, each block's output left in act.branch and added into the residual stream
+// by the next norm (fused add + norm).
+class CudaModel::Pass : public DecoderBackend {
+ public:
+  Pass(CudaModel& m, const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
+       cudaStream_t stream)
+      : m_(m), c_(m.config_), step_(step), num_rows_(num_rows), kv_(kv), act_(act), stream_(stream),
+        n_(step.meta.num_tokens), d_(c_.hidden_size), hd_(c_.head_dim), nh_(c_.num_attention_heads),
+        nkv_(c_.num_key_value_heads), qkv_dim_((nh_ + 2 * nkv_) * hd_), inter_(c_.intermediate_size),
+        eps_(static_cast<float>(c_.rms_norm_eps)),
+        shape_{nh_, nkv_, hd_, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd_)), c_.sliding_window.value_or(0)},
+        small_(m.uses_gemv(n_)), bulk_(small_ && n_ <= m.bulk_decode_tokens_),
+        pdl_{.pdl = true, .variant = decode_gemv_variant(bulk_)} {}
+
   // The KV offload's per-layer store waits: external while capturing, so that a graph waits
   // for each replay's own stores (the flag is invalid outside capture).
-  unsigned kv_wait_flags = cudaEventWaitDefault;
-  if (step.kv_layer_ready != nullptr) {
+  Status prepare() {
+    if (step_.kv_layer_ready == nullptr) return Status();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
+    if (cudaError_t e = cudaStreamIsCapturing(stream_, &capture); e != cudaSuccess) {
       return cuda_status(e, "KV offload wait");
     }
-    if (capture == cudaStreamCaptureStatusActive) kv_wait_flags = cudaEventWaitExternal;
+    if (capture == cudaStreamCaptureStatusActive) kv_wait_flags_ = cudaEventWaitExternal;
+    return Status();
   }
-  embedding(embedding_, embedding_rows_, d, step.token_ids, n, act.hidden.get(), stream);
-  mark(OpTimer::kEmbed);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const CudaLayer& w = layers_[l];
-    bf16* k_cache = kv.k(static_cast<int64_t>(l));
-    bf16* v_cache = kv.v(static_cast<int64_t>(l));
-    if (small) {
-      TESSERA_GEMM_TRY(gemv({act.hidden.get(), nullptr, w.attn_norm, eps}, w.qkv, n, d, qkv_dim, act.qkv.get(), stream,
-                            pdl));
+
+  Status embed() override {
+    embedding(m_.embedding_, m_.embedding_rows_, d_, step_.token_ids, n_, act_.hidden.get(), stream_);
+    mark(OpTimer::kEmbed);
+    return Status();
+  }
+
+  Status attention_block(int64_t l) override {
+    const CudaLayer& w = m_.layers_[static_cast<size_t>(l)];
+    bf16* k_cache = kv_.k(l);
+    bf16* v_cache = kv_.v(l);
+    if (small_) {
+      TESSERA_GEMM_TRY(gemv({act_.hidden.get(), nullptr, w.attn_norm, eps_}, w.qkv, n_, d_, qkv_dim_, act_.qkv.get(),
+                            stream_, pdl_));
     } else {
       // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
       if (l == 0) {
-        rms_norm(act.hidden.get(), w.attn_norm, eps, n, d, act.branch.get(), stream);
+        rms_norm(act_.hidden.get(), w.attn_norm, eps_, n_, d_, act_.branch.get(), stream_);
       } else {
-        fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.attn_norm, eps, n, d, stream);
+        fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.attn_norm, eps_, n_, d_, stream_);
       }
       mark(OpTimer::kNorm);
-      TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.qkv, n, d, qkv_dim, act.qkv.get(), stream));
+      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.branch.get(), w.qkv, n_, d_, qkv_dim_, act_.qkv.get(), stream_));
     }
     mark(OpTimer::kQkvGemm);
-    if (step.kv_layer_ready != nullptr) {
-      if (cudaError_t e = cudaStreamWaitEvent(stream, step.kv_layer_ready[l], kv_wait_flags); e != cudaSuccess) {
+    if (step_.kv_layer_ready != nullptr) {
+      if (cudaError_t e = cudaStreamWaitEvent(stream_, step_.kv_layer_ready[l], kv_wait_flags_); e != cudaSuccess) {
         return cuda_status(e, "KV offload wait");
       }
     }
-    if (step.one_token_per_seq) {  // one kernel: no token reads another's new K/V
-      const QkvRope rope{w.qkv_bias, w.q_norm, w.k_norm, eps, inv_freq_.get(), c.rope_layout};
-      rope_paged_attention(act.qkv.get(), rope, step.meta, shape, step.num_splits, act.attention_workspace.get(),
-                           act.q.get(), k_cache, v_cache, act.attn.get(), stream);
+    if (step_.one_token_per_seq) {  // one kernel: no token reads another's new K/V
+      const QkvRope rope{w.qkv_bias, w.q_norm, w.k_norm, eps_, m_.inv_freq_.get(), c_.rope_layout};
+      rope_paged_attention(act_.qkv.get(), rope, step_.meta, shape_, step_.num_splits, act_.attention_workspace.get(),
+                           act_.q.get(), k_cache, v_cache, act_.attn.get(), stream_);
     } else {
-      qkv_rope_cache(act.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps, step.meta.positions, step.meta.slot_mapping,
-                     n, nh, nkv, hd, inv_freq_.get(), c.rope_layout, act.q.get(), k_cache, v_cache, stream);
+      qkv_rope_cache(act_.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps_, step_.meta.positions,
+                     step_.meta.slot_mapping, n_, nh_, nkv_, hd_, m_.inv_freq_.get(), c_.rope_layout, act_.q.get(),
+                     k_cache, v_cache, stream_);
       mark(OpTimer::kRopeCache);
-      paged_attention(act.q.get(), k_cache, v_cache, step.meta, shape, step.num_splits, act.attention_workspace.get(),
-                      act.attn.get(), stream);
+      paged_attention(act_.q.get(), k_cache, v_cache, step_.meta, shape_, step_.num_splits,
+                      act_.attention_workspace.get(), act_.attn.get(), stream_);
     }
     mark(OpTimer::kAttention);
-    if (small) {
-      TESSERA_GEMM_TRY(gemv_add({act.attn.get()}, w.o, n, nh * hd, d, act.hidden.get(), stream, pdl));
-      mark(OpTimer::kOGemm);
-      if (bulk) {
-        TESSERA_GEMM_TRY(gemv_silu_mul({act.hidden.get(), nullptr, w.ffn_norm, eps}, w.gate_up, n, d, inter,
-                                       act.act.get(), stream, pdl));
-        mark(OpTimer::kGateUpGemm);
-        TESSERA_GEMM_TRY(gemv_add({act.act.get()}, w.down, n, inter, d, act.hidden.get(), stream, pdl));
-        mark(OpTimer::kDownGemm);
-        continue;
-      }
-      rms_norm(act.hidden.get(), w.ffn_norm, eps, n, d, act.branch.get(), stream);
+    if (small_) {
+      TESSERA_GEMM_TRY(gemv_add({act_.attn.get()}, w.o, n_, nh_ * hd_, d_, act_.hidden.get(), stream_, pdl_));
     } else {
-      TESSERA_GEMM_TRY(gemm_.matmul(act.attn.get(), w.o, n, nh * hd, d, act.branch.get(), stream));
-      mark(OpTimer::kOGemm);
-      fused_add_rms_norm(act.branch.get(), act.hidden.get(), w.ffn_norm, eps, n, d, stream);
+      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.attn.get(), w.o, n_, nh_ * hd_, d_, act_.branch.get(), stream_));
+    }
+    mark(OpTimer::kOGemm);
+    return Status();
+  }
+
+  Status gated_mlp_block(int64_t l) override {
+    const CudaLayer& w = m_.layers_[static_cast<size_t>(l)];
+    if (bulk_) {
+      TESSERA_GEMM_TRY(gemv_silu_mul({act_.hidden.get(), nullptr, w.ffn_norm, eps_}, w.gate_up, n_, d_, inter_,
+                                     act_.act.get(), stream_, pdl_));
+      mark(OpTimer::kGateUpGemm);
+      TESSERA_GEMM_TRY(gemv_add({act_.act.get()}, w.down, n_, inter_, d_, act_.hidden.get(), stream_, pdl_));
+      mark(OpTimer::kDownGemm);
+      return Status();
+    }
+    if (small_) {
+      rms_norm(act_.hidden.get(), w.ffn_norm, eps_, n_, d_, act_.branch.get(), stream_);
+    } else {
+      fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.ffn_norm, eps_, n_, d_, stream_);
     }
     mark(OpTimer::kNorm);
-    TESSERA_GEMM_TRY(gemm_.matmul(act.branch.get(), w.gate_up, n, d, 2 * inter, act.gate_up.get(), stream));
+    TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.branch.get(), w.gate_up, n_, d_, 2 * inter_, act_.gate_up.get(), stream_));
     mark(OpTimer::kGateUpGemm);
-    silu_and_mul_fused(act.gate_up.get(), n, inter, act.act.get(), stream);
+    silu_and_mul_fused(act_.gate_up.get(), n_, inter_, act_.act.get(), stream_);
     mark(OpTimer::kSilu);
     // Decode adds the MLP output into the residual stream here; larger steps leave it in
     // branch for the next layer's (or the final) fused add + norm.
-    if (small) {
-      TESSERA_GEMM_TRY(gemm_.matmul_add(act.act.get(), w.down, n, inter, d, act.hidden.get(), stream));
+    if (small_) {
+      TESSERA_GEMM_TRY(m_.gemm_.matmul_add(act_.act.get(), w.down, n_, inter_, d_, act_.hidden.get(), stream_));
     } else {
-      TESSERA_GEMM_TRY(gemm_.matmul(act.act.get(), w.down, n, inter, d, act.branch.get(), stream));
+      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.act.get(), w.down, n_, inter_, d_, act_.branch.get(), stream_));
     }
     mark(OpTimer::kDownGemm);
+    return Status();
   }
-  if (!small) {
-    // The last residual add and the final norm, over every token (cheap next to a layer),
-    // then the rows that need logits.
-    fused_add_rms_norm(act.branch.get(), act.hidden.get(), final_norm_, eps, n, d, stream);
-    gather_rows(act.branch.get(), step.logits_indices, num_rows, d, act.selected.get(), stream);
-    mark(OpTimer::kLogitsRows);
+
+  // GEMV steps norm their rows in the LM head's prologue (lm_head); larger steps do the last
+  // residual add and the final norm over every token (cheap next to a layer), then gather
+  // the rows that need logits.
+  Status final_norm() override {
+    if (!small_) {
+      fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), m_.final_norm_, eps_, n_, d_, stream_);
+      gather_rows(act_.branch.get(), step_.logits_indices, num_rows_, d_, act_.selected.get(), stream_);
+      mark(OpTimer::kLogitsRows);
+    }
+    return cuda_status(cudaGetLastError(), "forward");
   }
-  return cuda_status(cudaGetLastError(), "forward");
+
+ private:
+  void mark(OpTimer::Op op) {
+    if (m_.timer_ != nullptr) m_.timer_->mark(op, stream_);
+  }
+
+  CudaModel& m_;
+  const ModelConfig& c_;
+  const CudaStep& step_;
+  const int64_t num_rows_;
+  const CudaKvCache& kv_;
+  CudaActivations& act_;
+  cudaStream_t stream_;
+  const int64_t n_, d_, hd_, nh_, nkv_, qkv_dim_, inter_;
+  const float eps_;
+  const AttentionShape shape_;
+  const bool small_, bulk_;
+  const GemvOptions pdl_;
+  unsigned kv_wait_flags_ = cudaEventWaitDefault;
+};
+
+Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
+                                 cudaStream_t stream) {
+  Pass pass(*this, step, num_rows, kv, act, stream);
+  TESSERA_RETURN_IF_ERROR(pass.prepare());
+  return definition_(config_, pass);
 }
 
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,

@@ -1,7 +1,7 @@
 // CudaModel: a DecoderModel's weights on the device in bf16 (q/k/v and gate/up fused into
-// one matrix each), and its forward pass over a device KV cache as a sequence of CUDA ops
-// on one stream: no host synchronization inside, so a decode step can be captured into a
-// CUDA graph.
+// one matrix each), and its forward pass: the model's DecoderDefinition run over the CUDA
+// ops (CudaModel::Pass) on one stream, with no host synchronization inside, so a decode step
+// can be captured into a CUDA graph.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -98,7 +98,9 @@ class CudaModel {
   void set_tuning(const Tuning& tuning);
 
  private:
+  class Pass;  // the DecoderBackend of one forward pass
   ModelConfig config_;
+  DecoderDefinition definition_ = nullptr;  // the architecture's, from the DecoderModel
   DeviceBuffer<bf16> weights_;  // one arena; the pointers below point into it
   DeviceBuffer<float> inv_freq_;  // [head_dim / 2]
   bf16* embedding_ = nullptr;     // [embedding rows, hidden]

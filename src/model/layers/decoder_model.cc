@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/cpu/ops.h"
+#include "common/check.h"
 
 namespace tessera {
 
@@ -62,32 +63,61 @@ Result<std::unique_ptr<Model>> DecoderModel::create(ModelConfig config,
   return std::unique_ptr<Model>(std::move(m));
 }
 
-void DecoderModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
-  const int64_t n = batch.num_tokens();
-  const int64_t d = config_.hidden_size;
-  const float eps = static_cast<float>(config_.rms_norm_eps);
-  hidden_.resize(n * d);
-  normed_.resize(n * d);
-  branch_.resize(n * d);
-  cpu::embedding(embedding_, batch.token_ids.data(), n, hidden_.data());
-  for (const Layer& layer : layers_) {
-    cpu::rms_norm(hidden_.data(), layer.attn_norm.data(), eps, n, d, normed_.data());
-    layer.attention.forward(normed_.data(), batch, cache, inv_freq_.data(), attn_scratch_,
-                            branch_.data());
-    cpu::add_inplace(hidden_.data(), branch_.data(), n * d);
-    cpu::rms_norm(hidden_.data(), layer.ffn_norm.data(), eps, n, d, normed_.data());
-    layer.mlp.forward(normed_.data(), n, mlp_scratch_, branch_.data());
-    cpu::add_inplace(hidden_.data(), branch_.data(), n * d);
+// One forward pass's ops on the CPU: the residual stream in hidden_, fp32 throughout.
+class DecoderModel::CpuPass : public DecoderBackend {
+ public:
+  CpuPass(DecoderModel& m, const ForwardBatch& batch, KvCache& cache)
+      : m_(m), batch_(batch), cache_(cache), n_(batch.num_tokens()), d_(m.config_.hidden_size),
+        eps_(static_cast<float>(m.config_.rms_norm_eps)) {
+    m_.hidden_.resize(n_ * d_);
+    m_.normed_.resize(n_ * d_);
+    m_.branch_.resize(n_ * d_);
   }
-  // Only the rows that need logits go through the final norm and the LM head.
+  Status embed() override {
+    cpu::embedding(m_.embedding_, batch_.token_ids.data(), n_, m_.hidden_.data());
+    return Status();
+  }
+  Status attention_block(int64_t l) override {
+    const Layer& layer = m_.layers_[l];
+    cpu::rms_norm(m_.hidden_.data(), layer.attn_norm.data(), eps_, n_, d_, m_.normed_.data());
+    layer.attention.forward(m_.normed_.data(), batch_, cache_, m_.inv_freq_.data(), m_.attn_scratch_,
+                            m_.branch_.data());
+    cpu::add_inplace(m_.hidden_.data(), m_.branch_.data(), n_ * d_);
+    return Status();
+  }
+  Status gated_mlp_block(int64_t l) override {
+    const Layer& layer = m_.layers_[l];
+    cpu::rms_norm(m_.hidden_.data(), layer.ffn_norm.data(), eps_, n_, d_, m_.normed_.data());
+    layer.mlp.forward(m_.normed_.data(), n_, m_.mlp_scratch_, m_.branch_.data());
+    cpu::add_inplace(m_.hidden_.data(), m_.branch_.data(), n_ * d_);
+    return Status();
+  }
+  // Only the rows that need logits go through the final norm (into selected_).
+  Status final_norm() override {
+    const int64_t rows = static_cast<int64_t>(batch_.logits_indices.size());
+    m_.selected_.resize(rows * d_);
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(m_.selected_.data() + i * d_, m_.hidden_.data() + int64_t{batch_.logits_indices[i]} * d_,
+                  sizeof(float) * d_);
+    }
+    cpu::rms_norm(m_.selected_.data(), m_.final_norm_.data(), eps_, rows, d_, m_.selected_.data());
+    return Status();
+  }
+
+ private:
+  DecoderModel& m_;
+  const ForwardBatch& batch_;
+  KvCache& cache_;
+  const int64_t n_, d_;
+  const float eps_;
+};
+
+void DecoderModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  CpuPass pass(*this, batch, cache);
+  const Status s = definition_(config_, pass);
+  TESSERA_CHECK_MSG(s.ok(), s.message().c_str());  // the CPU ops do not fail
   const int64_t num_logits = static_cast<int64_t>(batch.logits_indices.size());
   if (num_logits == 0) return;
-  selected_.resize(num_logits * d);
-  for (int64_t i = 0; i < num_logits; ++i) {
-    std::memcpy(selected_.data() + i * d, hidden_.data() + int64_t{batch.logits_indices[i]} * d,
-                sizeof(float) * d);
-  }
-  cpu::rms_norm(selected_.data(), final_norm_.data(), eps, num_logits, d, selected_.data());
   if (lm_head_.out_features() == config_.vocab_size) {
     lm_head_.forward(selected_.data(), num_logits, logits);
     return;

@@ -1,6 +1,8 @@
-// The decoder-only transformer every supported architecture composes:
-// embedding -> N x (RMSNorm, attention, residual, RMSNorm, gated MLP, residual)
-// -> final RMSNorm -> LM head (tied to the embedding or not).
+// The decoder-only transformer every supported architecture composes: its weights (validated
+// at load) and, on the CPU, its forward pass, which runs the architecture's
+// DecoderDefinition (decoder_definition.h) over the CPU ops, then the LM head (tied to the
+// embedding or not) on the rows that need logits. Other backends copy the weights and run
+// the same definition over their own ops.
 #pragma once
 
 #include <memory>
@@ -8,6 +10,7 @@
 
 #include "loader/weight_store.h"
 #include "model/layers/attention_block.h"
+#include "model/decoder_definition.h"
 #include "model/layers/mlp.h"
 #include "model/model.h"
 
@@ -35,6 +38,7 @@ class DecoderModel : public Model {
   const std::vector<float>& final_norm() const { return final_norm_; }
   const std::vector<float>& inv_freq() const { return inv_freq_; }
   const std::vector<Layer>& layers() const { return layers_; }
+  DecoderDefinition definition() const { return definition_; }
 
  private:
 
@@ -45,6 +49,8 @@ class DecoderModel : public Model {
   std::vector<float> final_norm_;             // [hidden]
   std::vector<float> inv_freq_;               // [head_dim / 2]
   std::vector<Layer> layers_;
+  DecoderDefinition definition_ = &pre_norm_decoder;
+  class CpuPass;  // the CPU's DecoderBackend over one batch
 
   // Scratch reused across steps.
   std::vector<float> hidden_;    // [num_tokens, hidden] residual stream
