@@ -63,6 +63,7 @@ struct CompletionRequest {
   bool add_special_tokens = true;
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
+  bool return_token_ids = false;  // vLLM's extra: prompt_token_ids and token_ids in each choice
 };
 
 struct ChatRequest {
@@ -85,6 +86,7 @@ struct ChatRequest {
   int64_t top_logprobs = 0;
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
+  bool return_token_ids = false;  // vLLM's extra: prompt_token_ids (top level) and each choice's token_ids
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

@@ -110,19 +110,24 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                                                             req.top_logprobs)}};
         }
         if (c > 0) budget.append(&out, ",");
-        budget.append(&out, dump(Json{{"index", c},
-                                      {"message", Json{{"role", "assistant"},
-                                                       {"content", std::move(ch.text)},
-                                                       {"tool_calls", Json::array()}}},
-                                      {"logprobs", std::move(logprobs)},
-                                      {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                                      {"stop_reason", ch.stop_reason}}));
+        Json choice = {{"index", c},
+                       {"message", Json{{"role", "assistant"}, {"content", std::move(ch.text)}, {"tool_calls", Json::array()}}},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+                       {"stop_reason", ch.stop_reason}};
+        if (req.return_token_ids) choice["token_ids"] = ch.token_ids;
+        budget.append(&out, dump(choice));
       }
       budget.append(&out, "],\"usage\":");
       budget.append(&out, dump(usage()));
-      if (req.prompt_logprobs >= 0) {
-        budget.append(&out, ",\"prompt_logprobs\":");
-        budget.append(&out, dump(prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks)));
+      // vLLM's extras: prompt_logprobs is always there (null unless asked for).
+      budget.append(&out, ",\"prompt_logprobs\":");
+      budget.append(&out, req.prompt_logprobs >= 0
+                              ? dump(prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks))
+                              : std::string("null"));
+      if (req.return_token_ids) {
+        budget.append(&out, ",\"prompt_token_ids\":");
+        budget.append(&out, dump(Json(prompt_ids)));
       }
       out += '}';
       return out;
@@ -133,9 +138,14 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
 
   if (!co_await ex.start_stream("text/event-stream")) co_return;
   std::string out;
+  bool sent_prompt_ids = false;  // return_token_ids: on the first chunk
   auto event = [&](Json choices, Json usage = Json()) {
     Json chunk = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
                   {"choices", std::move(choices)}};
+    if (req.return_token_ids && !sent_prompt_ids) {
+      chunk["prompt_token_ids"] = prompt_ids;
+      sent_prompt_ids = true;
+    }
     if (!usage.is_null()) chunk["usage"] = std::move(usage);
     out += "data: ";
     out += dump(chunk);
@@ -165,7 +175,8 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
       choice_tokens[static_cast<size_t>(d.index)] += static_cast<int64_t>(d.token_ids.size());
       const bool last = !d.finish_reason.empty();
-      if (d.text.empty() && !last && !(req.logprobs && !d.token_ids.empty())) continue;
+      const bool tokens_wanted = (req.logprobs || req.return_token_ids) && !d.token_ids.empty();
+      if (d.text.empty() && !last && !tokens_wanted) continue;
       Json delta = Json::object();
       if (!d.text.empty() || !last) delta["content"] = d.text;
       Json logprobs = nullptr;
@@ -178,6 +189,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                      {"logprobs", std::move(logprobs)},
                      {"finish_reason", last ? Json(d.finish_reason) : Json()}};
       if (last) choice["stop_reason"] = stop_reason_json(d);
+      if (req.return_token_ids) choice["token_ids"] = d.token_ids;
       event(Json::array({std::move(choice)}), running_usage(d.index));
     }
   };

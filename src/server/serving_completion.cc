@@ -163,12 +163,15 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
                                        {"logprobs", std::move(logprobs)},
                                        {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
                                        {"stop_reason", ch.stop_reason}});
-        if (req.prompt_logprobs >= 0) {
-          choice.pop_back();
-          choice += ",\"prompt_logprobs\":";
-          choice += shared_prompt_logprobs[i];
-          choice += '}';
+        // vLLM's extras: prompt_logprobs is always there (null unless asked for).
+        choice.pop_back();
+        choice += ",\"prompt_logprobs\":";
+        choice += req.prompt_logprobs >= 0 ? shared_prompt_logprobs[i] : "null";
+        if (req.return_token_ids) {
+          choice += ",\"prompt_token_ids\":" + dump(Json(prompt_ids[i]));
+          choice += ",\"token_ids\":" + dump(Json(ch.token_ids));
         }
+        choice += '}';
         if (c > 0) budget.append(&out, ",");
         budget.append(&out, choice);
       }
@@ -185,16 +188,24 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   std::string out;
   std::vector<size_t> text_offset(num_prompts * static_cast<size_t>(n), 0);  // characters so far
   std::vector<int64_t> choice_tokens(num_prompts * static_cast<size_t>(n), 0);  // generated so far
-  auto event = [&](size_t choice, std::string text, Json logprobs, Json finish, Json stop_reason) {
+  std::vector<bool> sent_prompt_ids(text_offset.size(), false);  // return_token_ids: on a choice's first chunk
+  auto event = [&](size_t choice, std::string text, Json logprobs, Json finish, Json stop_reason,
+                   const std::vector<int32_t>& token_ids) {
+    Json c = {{"index", choice},
+              {"text", std::move(text)},
+              {"logprobs", std::move(logprobs)},
+              {"finish_reason", std::move(finish)},
+              {"stop_reason", std::move(stop_reason)}};
+    if (req.return_token_ids) {
+      if (!sent_prompt_ids[choice]) c["prompt_token_ids"] = prompt_ids[choice / static_cast<size_t>(n)];
+      sent_prompt_ids[choice] = true;
+      c["token_ids"] = token_ids;
+    }
     Json chunk = {{"id", id},
                   {"object", "text_completion"},
                   {"created", created},
                   {"model", model},
-                  {"choices", Json::array({Json{{"index", choice},
-                                                {"text", std::move(text)},
-                                                {"logprobs", std::move(logprobs)},
-                                                {"finish_reason", std::move(finish)},
-                                                {"stop_reason", std::move(stop_reason)}}})}};
+                  {"choices", Json::array({std::move(c)})}};
     if (req.continuous_usage) {  // this choice's prompt and tokens so far
       const int64_t prompt = static_cast<int64_t>(prompt_ids[choice / static_cast<size_t>(n)].size());
       chunk["usage"] = usage_json(prompt, choice_tokens[choice], std::nullopt);
@@ -207,7 +218,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     for (size_t c = 0; c < text_offset.size(); ++c) {
       const std::string& prompt = prompt_texts[c / static_cast<size_t>(n)];
       text_offset[c] = utf8_length(prompt);
-      event(c, prompt, nullptr, nullptr, nullptr);
+      event(c, prompt, nullptr, nullptr, nullptr, {});
     }
   }
   auto on_batch = [&](size_t i, StreamBatch& b) {
@@ -228,7 +239,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       const bool last = !d.finish_reason.empty();
       if (d.text.empty() && !last && d.token_ids.empty()) continue;
       event(c, d.text, std::move(logprobs), last ? Json(d.finish_reason) : Json(),
-            last ? stop_reason_json(d) : Json());
+            last ? stop_reason_json(d) : Json(), d.token_ids);
     }
   };
   if (!co_await streams.run(ex, on_batch, &out)) {

@@ -16,6 +16,11 @@ client:
 - `allowed_token_ids` (request): with one token allowed, the answer is that token repeated.
 - `prompt_logprobs` (request): per prompt token null (the first) or the top entries and the
   prompt token, with ranks; the prompt token's logprob equals what echo + logprobs report.
+  Not asked for, the field is there as null (completion choices, chat top level), as vLLM
+  sends it.
+- `return_token_ids` (request): the prompt's ids (`prompt_token_ids`: per completion choice;
+  chat top level, streamed on the first chunk) and each choice's generated ids (`token_ids`,
+  streamed per chunk), equal to /tokenize's ids and to the text they decode to.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -308,6 +313,88 @@ class PromptLogprobsTest(unittest.TestCase):
                 "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, **extra})
             self.assertEqual(status, 400, (extra, raw))
             self.assertEqual(body["error"]["param"], "prompt_logprobs", extra)
+
+
+class ReturnTokenIdsTest(unittest.TestCase):
+    PROMPT = "The capital of France is"
+    MESSAGES = [{"role": "user", "content": "Name a colour."}]
+
+    def chat_prompt_ids(self):
+        status, tok, raw = SERVER.json_request("POST", "/tokenize", {
+            "model": NAME, "messages": self.MESSAGES, "add_generation_prompt": True})
+        self.assertEqual(status, 200, raw)
+        return tok["tokens"]
+
+    def test_prompt_logprobs_null_unless_asked(self):
+        status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+            "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "n": 2, "temperature": 1, "seed": 1})
+        self.assertEqual(status, 200, raw)
+        for choice in body["choices"]:
+            self.assertIn("prompt_logprobs", choice)
+            self.assertIsNone(choice["prompt_logprobs"])
+            self.assertNotIn("token_ids", choice)
+        status, body, raw = SERVER.json_request("POST", "/v1/chat/completions", {
+            "model": NAME, "messages": self.MESSAGES, "max_tokens": 2})
+        self.assertEqual(status, 200, raw)
+        self.assertIn("prompt_logprobs", body)
+        self.assertIsNone(body["prompt_logprobs"])
+        self.assertNotIn("prompt_token_ids", body)
+
+    def test_completion(self):
+        resp = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=6, n=2, temperature=1, seed=7,
+                                         extra_body={"return_token_ids": True})
+        ids = tokenize(self.PROMPT)
+        generated = 0
+        for choice in resp.choices:
+            extra = choice.model_extra
+            self.assertEqual(extra["prompt_token_ids"], ids)
+            self.assertEqual(detokenize(extra["token_ids"]), choice.text)
+            generated += len(extra["token_ids"])
+        self.assertEqual(generated, resp.usage.completion_tokens)
+
+    def test_completion_streamed(self):
+        chunks = list(CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=6, temperature=0,
+                                                stream=True, extra_body={"return_token_ids": True}))
+        ids, text, prompt_ids = [], "", []
+        for chunk in chunks:
+            for choice in chunk.choices:
+                extra = choice.model_extra
+                if "prompt_token_ids" in extra:
+                    self.assertEqual(prompt_ids, [], "prompt_token_ids comes once")
+                    prompt_ids = extra["prompt_token_ids"]
+                ids += extra["token_ids"]
+                text += choice.text
+        self.assertEqual(prompt_ids, tokenize(self.PROMPT))
+        self.assertEqual(len(ids), 6)
+        self.assertEqual(detokenize(ids), text)
+
+    def test_chat(self):
+        resp = CLIENT.chat.completions.create(model=NAME, messages=self.MESSAGES, max_tokens=5, temperature=0,
+                                              extra_body={"return_token_ids": True})
+        self.assertEqual(resp.model_extra["prompt_token_ids"], self.chat_prompt_ids())
+        token_ids = resp.choices[0].model_extra["token_ids"]
+        self.assertEqual(len(token_ids), resp.usage.completion_tokens)
+        self.assertEqual(detokenize(token_ids), resp.choices[0].message.content)
+
+    def test_chat_streamed(self):
+        chunks = list(CLIENT.chat.completions.create(model=NAME, messages=self.MESSAGES, max_tokens=5,
+                                                     temperature=0, stream=True,
+                                                     extra_body={"return_token_ids": True}))
+        self.assertEqual(chunks[0].model_extra["prompt_token_ids"], self.chat_prompt_ids())
+        self.assertTrue(all("prompt_token_ids" not in c.model_extra for c in chunks[1:]))
+        ids, text = [], ""
+        for chunk in chunks:
+            for choice in chunk.choices:
+                ids += choice.model_extra.get("token_ids", [])
+                text += choice.delta.content or ""
+        self.assertEqual(len(ids), 5)
+        self.assertEqual(detokenize(ids), text)
+
+    def test_bad_value(self):
+        status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+            "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, "return_token_ids": "yes please"})
+        self.assertEqual(status, 400, raw)
+        self.assertEqual(body["error"]["param"], "return_token_ids")
 
 
 if __name__ == "__main__":
