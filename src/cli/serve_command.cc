@@ -52,6 +52,7 @@ struct ServeOptions {
   std::string activation_precision = "precise";
   bool fake_engine = false;
   bool enable_prompt_tokens_details = false;
+  bool return_tokens_as_token_ids = false;
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
   bool trust_request_chat_template = false;
@@ -165,6 +166,7 @@ int run_serve(ServeOptions o) {
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
   config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
+  config.return_tokens_as_token_ids = o.return_tokens_as_token_ids;
   config.enable_priority = o.scheduling_policy == "priority";
   config.trust_request_chat_template = o.trust_request_chat_template;
   config.max_response_bytes = o.max_response_bytes;
@@ -245,6 +247,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", o->generation_config,
                   "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_flag("--return-tokens-as-token-ids", o->return_tokens_as_token_ids,
+                "Name logprob tokens 'token_id:N' (for tokens that do not decode to text alone)");
   cmd->add_flag("--enable-prompt-tokens-details", o->enable_prompt_tokens_details,
                 "Report usage.prompt_tokens_details.cached_tokens (prompt tokens served by the prefix cache)");
   cmd->add_option("--max-request-body-bytes", o->http.max_body_bytes, "Larger bodies get 413");

@@ -26,6 +26,7 @@ struct ApiServerConfig {
   size_t max_seqs_per_request = 1024;     // prompts x n of one request; more: 400
   SamplingDefaults sampling_defaults;     // from --generation-config
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
+  bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
   bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
   bool trust_request_chat_template = false;  // --trust-request-chat-template
   size_t max_response_bytes = 64u << 20;  // an unstreamed reply larger than this: 400

@@ -307,6 +307,9 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
   if (auto* v = field(b, "return_token_ids")) r.return_token_ids = get_bool(*v, "return_token_ids");
+  if (auto* v = field(b, "return_tokens_as_token_ids")) {
+    r.return_tokens_as_token_ids = get_bool(*v, "return_tokens_as_token_ids");
+  }
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
@@ -367,6 +370,9 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (auto* v = field(b, "add_generation_prompt")) r.add_generation_prompt = get_bool(*v, "add_generation_prompt");
   if (auto* v = field(b, "continue_final_message")) r.continue_final_message = get_bool(*v, "continue_final_message");
   if (auto* v = field(b, "return_token_ids")) r.return_token_ids = get_bool(*v, "return_token_ids");
+  if (auto* v = field(b, "return_tokens_as_token_ids")) {
+    r.return_tokens_as_token_ids = get_bool(*v, "return_tokens_as_token_ids");
+  }
   if (r.continue_final_message && r.add_generation_prompt && field(b, "add_generation_prompt") != nullptr) {
     bad_request("continue_final_message and add_generation_prompt cannot both be true", "continue_final_message");
   }

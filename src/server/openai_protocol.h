@@ -64,6 +64,7 @@ struct CompletionRequest {
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids and token_ids in each choice
+  std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
 };
 
 struct ChatRequest {
@@ -87,6 +88,7 @@ struct ChatRequest {
   std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids (top level) and each choice's token_ids
+  std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

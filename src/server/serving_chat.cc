@@ -62,6 +62,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   const int64_t n = params.n;
+  const TokenNames names{tok_, req.return_tokens_as_token_ids.value_or(config_.return_tokens_as_token_ids)};
   const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   int64_t completion_tokens = 0;
   std::string error;
@@ -106,7 +107,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
         ChoiceState& ch = choices[c];
         Json logprobs = nullptr;
         if (req.logprobs) {
-          logprobs = Json{{"content", chat_logprobs_content(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
+          logprobs = Json{{"content", chat_logprobs_content(names, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
                                                             req.top_logprobs)}};
         }
         if (c > 0) budget.append(&out, ",");
@@ -181,7 +182,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       if (!d.text.empty() || !last) delta["content"] = d.text;
       Json logprobs = nullptr;
       if (req.logprobs && !d.token_ids.empty()) {
-        logprobs = Json{{"content", chat_logprobs_content(tok_, d.token_ids, d.token_logprobs, d.top_logprobs,
+        logprobs = Json{{"content", chat_logprobs_content(names, d.token_ids, d.token_logprobs, d.top_logprobs,
                                                           req.top_logprobs)}};
       }
       Json choice = {{"index", d.index},

@@ -128,13 +128,13 @@ Json stop_reason_json(const CompletionDelta& d) {
   return nullptr;
 }
 
-Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+Json completion_logprobs(const TokenNames& names, const std::vector<int32_t>& ids,
                          const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top,
                          int64_t k, size_t offset0) {
   Json tokens = Json::array(), token_logprobs = Json::array(), tops = Json::array(), offsets = Json::array();
   size_t offset = offset0;
   for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
-    std::string text = token_text(tok, ids[i]);
+    std::string text = names(ids[i]);
     offsets.push_back(offset);
     offset += utf8_length(text);
     tokens.push_back(std::move(text));
@@ -144,7 +144,7 @@ Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int3
     for (size_t j = 0; j < p.size(); ++j) {
       // The first k, and the chosen token wherever it ranks.
       if (static_cast<int64_t>(j) >= k && p[j].first != ids[i]) continue;
-      std::string t = token_text(tok, p[j].first);
+      std::string t = names(p[j].first);
       if (!alternatives.contains(t)) alternatives[t] = p[j].second;
     }
     tops.push_back(std::move(alternatives));
@@ -165,15 +165,15 @@ Json bytes_of(const std::string& s) {
 
 }  // namespace
 
-Json chat_logprobs_content(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+Json chat_logprobs_content(const TokenNames& names, const std::vector<int32_t>& ids,
                            const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top, int64_t k) {
   Json content = Json::array();
   for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
-    const std::string text = token_text(tok, ids[i]);
+    const std::string text = names(ids[i]);
     Json alternatives = Json::array();
     const PositionLogprobs& p = top[i];
     for (size_t j = 0; j < p.size() && static_cast<int64_t>(j) < k; ++j) {
-      const std::string t = token_text(tok, p[j].first);
+      const std::string t = names(p[j].first);
       alternatives.push_back(Json{{"token", t}, {"logprob", p[j].second}, {"bytes", bytes_of(t)}});
     }
     content.push_back(Json{{"token", text}, {"logprob", logprobs[i]}, {"bytes", bytes_of(text)},

@@ -86,6 +86,14 @@ Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<
 // The text of one token as logprobs report it (decoded alone, special tokens kept).
 std::string token_text(const tokenizer::Tokenizer* tok, int32_t id);
 
+// How logprobs name tokens: their text, or "token_id:N" (--return-tokens-as-token-ids, or the
+// request's return_tokens_as_token_ids), which survives tokens that are not text alone.
+struct TokenNames {
+  const tokenizer::Tokenizer* tok = nullptr;
+  bool as_ids = false;
+  std::string operator()(int32_t id) const { return as_ids ? "token_id:" + std::to_string(id) : token_text(tok, id); }
+};
+
 // vLLM's prompt_logprobs: per prompt position null (the first) or {"<id>": {"logprob",
 // "rank", "decoded_token"}} for the top entries and the prompt token (ranks: the engine's
 // for the prompt token, order for the others).
@@ -108,11 +116,11 @@ Json stop_reason_json(const CompletionDelta& d);
 
 // Completions-API logprobs ({tokens, token_logprobs, top_logprobs, text_offset}) of tokens
 // [0, n), k alternatives each; offset0 is the text offset (in characters) of the first token.
-Json completion_logprobs(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+Json completion_logprobs(const TokenNames& names, const std::vector<int32_t>& ids,
                          const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top,
                          int64_t k, size_t offset0);
 // Chat-API logprobs entries ({token, logprob, bytes, top_logprobs}) of the tokens.
-Json chat_logprobs_content(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
+Json chat_logprobs_content(const TokenNames& names, const std::vector<int32_t>& ids,
                            const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top, int64_t k);
 
 }  // namespace tessera::server

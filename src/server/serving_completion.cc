@@ -74,6 +74,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   const int64_t k = std::max<int64_t>(req.logprobs, 0);
+  const TokenNames names{tok_, req.return_tokens_as_token_ids.value_or(config_.return_tokens_as_token_ids)};
   int64_t prompt_tokens = 0;
   for (const auto& p : prompt_ids) prompt_tokens += static_cast<int64_t>(p.size());
   int64_t completion_tokens = 0;
@@ -149,13 +150,13 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
             ids.insert(ids.end(), ch.token_ids.begin(), ch.token_ids.end());
             lps.insert(lps.end(), ch.token_logprobs.begin(), ch.token_logprobs.end());
             tops.insert(tops.end(), ch.top_logprobs.begin(), ch.top_logprobs.end());
-            logprobs = completion_logprobs(tok_, ids, lps, tops, k, 0);
+            logprobs = completion_logprobs(names, ids, lps, tops, k, 0);
             if (!logprobs["token_logprobs"].empty()) {
               logprobs["token_logprobs"][0] = nullptr;
               logprobs["top_logprobs"][0] = nullptr;
             }
           } else {
-            logprobs = completion_logprobs(tok_, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
+            logprobs = completion_logprobs(names, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
           }
         }
         std::string choice = dump(Json{{"index", c},
@@ -233,7 +234,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       choice_tokens[c] += static_cast<int64_t>(d.token_ids.size());
       Json logprobs = nullptr;
       if (req.logprobs >= 0) {
-        logprobs = completion_logprobs(tok_, d.token_ids, d.token_logprobs, d.top_logprobs, k, text_offset[c]);
+        logprobs = completion_logprobs(names, d.token_ids, d.token_logprobs, d.top_logprobs, k, text_offset[c]);
       }
       text_offset[c] += utf8_length(d.text);
       const bool last = !d.finish_reason.empty();

@@ -21,6 +21,8 @@ client:
 - `return_token_ids` (request): the prompt's ids (`prompt_token_ids`: per completion choice;
   chat top level, streamed on the first chunk) and each choice's generated ids (`token_ids`,
   streamed per chunk), equal to /tokenize's ids and to the text they decode to.
+- `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
+  wins): logprob tokens named "token_id:N", N the generated id.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
@@ -395,6 +397,50 @@ class ReturnTokenIdsTest(unittest.TestCase):
             "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, "return_token_ids": "yes please"})
         self.assertEqual(status, 400, raw)
         self.assertEqual(body["error"]["param"], "return_token_ids")
+
+
+class ReturnTokensAsTokenIdsTest(unittest.TestCase):
+    PROMPT = "The capital of France is"
+
+    @classmethod
+    def setUpClass(cls):
+        binary, model = sf.preflight(need_openai=True)
+        cls.server = sf.Server(binary, model, ["--return-tokens-as-token-ids"], name="token_ids_names")
+
+    @classmethod
+    def tearDownClass(cls):
+        sf.stop_module_server(cls.server)
+
+    def completion(self, server, **extra):
+        status, body, raw = server.json_request("POST", "/v1/completions", {
+            "model": NAME, "prompt": self.PROMPT, "max_tokens": 4, "temperature": 0, "logprobs": 2,
+            "return_token_ids": True, **extra})
+        self.assertEqual(status, 200, raw)
+        return body["choices"][0]
+
+    def test_completion_tokens_name_their_ids(self):
+        choice = self.completion(self.server)
+        names = [f"token_id:{i}" for i in choice["token_ids"]]
+        self.assertEqual(choice["logprobs"]["tokens"], names)
+        for name, top in zip(names, choice["logprobs"]["top_logprobs"]):
+            self.assertIn(name, top)
+            self.assertTrue(all(k.startswith("token_id:") for k in top), top)
+        # The request's own choice wins, either way.
+        self.assertEqual(self.completion(self.server, return_tokens_as_token_ids=False)["logprobs"]["tokens"],
+                         self.completion(SERVER)["logprobs"]["tokens"])
+        self.assertEqual(self.completion(SERVER, return_tokens_as_token_ids=True)["logprobs"]["tokens"], names)
+
+    def test_chat_tokens_name_their_ids(self):
+        status, body, raw = self.server.json_request("POST", "/v1/chat/completions", {
+            "model": NAME, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "temperature": 0,
+            "logprobs": True, "top_logprobs": 2, "return_token_ids": True})
+        self.assertEqual(status, 200, raw)
+        choice = body["choices"][0]
+        content = choice["logprobs"]["content"]
+        self.assertEqual([e["token"] for e in content], [f"token_id:{i}" for i in choice["token_ids"]])
+        for e in content:
+            self.assertEqual(bytes(e["bytes"]).decode(), e["token"])
+            self.assertTrue(all(t["token"].startswith("token_id:") for t in e["top_logprobs"]))
 
 
 if __name__ == "__main__":
