@@ -369,6 +369,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (auto* v = field(b, "chat_template")) r.chat_template = get_string(*v, "chat_template");
   if (auto* v = field(b, "add_generation_prompt")) r.add_generation_prompt = get_bool(*v, "add_generation_prompt");
   if (auto* v = field(b, "continue_final_message")) r.continue_final_message = get_bool(*v, "continue_final_message");
+  if (auto* v = field(b, "echo")) r.echo = get_bool(*v, "echo");
   if (auto* v = field(b, "return_token_ids")) r.return_token_ids = get_bool(*v, "return_token_ids");
   if (auto* v = field(b, "return_tokens_as_token_ids")) {
     r.return_tokens_as_token_ids = get_bool(*v, "return_tokens_as_token_ids");

@@ -76,6 +76,7 @@ struct ChatRequest {
   std::optional<std::string> chat_template;  // a template given with the request
   bool add_generation_prompt = true;
   bool continue_final_message = false;
+  bool echo = false;  // vLLM's extra: the reply starts with the last message's content when its role is the reply's
   bool add_special_tokens = false;
   SamplingParams params;
   bool max_tokens_given = false;

@@ -16,6 +16,28 @@ struct PreparedChat {
   size_t fixed_reply_bytes = 0;  // the least the reply takes, from the request alone
 };
 
+// With echo, what the reply repeats before its own text (vLLM's rule): the last message's
+// content when its role is the reply's (the assistant's after a generation prompt, else the
+// last message's own, as with continue_final_message); text parts joined by newlines.
+std::string echo_prefix(const ChatRequest& req) {
+  if (!req.echo || !req.messages.is_array() || req.messages.empty()) return "";
+  const auto& last = req.messages.back();
+  const std::string last_role = last.value("role", "");
+  if ((req.add_generation_prompt ? std::string("assistant") : last_role) != last_role) return "";
+  const auto content = last.find("content");
+  if (content == last.end()) return "";
+  if (content->is_string()) return content->get<std::string>();
+  std::string text;
+  if (content->is_array()) {
+    for (const auto& part : *content) {
+      if (!part.is_object() || !part.contains("text") || !part["text"].is_string()) continue;
+      if (!text.empty()) text += '\n';
+      text += part["text"].get<std::string>();
+    }
+  }
+  return text;
+}
+
 // Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob",
 // "bytes", "top_logprobs"}), and of each alternative in it.
 constexpr size_t kMinChatLogprobBytes = 50;
@@ -62,6 +84,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   const int64_t n = params.n;
+  const std::string echoed = echo_prefix(req);
   const TokenNames names{tok_, req.return_tokens_as_token_ids.value_or(config_.return_tokens_as_token_ids)};
   const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   int64_t completion_tokens = 0;
@@ -112,7 +135,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
         }
         if (c > 0) budget.append(&out, ",");
         Json choice = {{"index", c},
-                       {"message", Json{{"role", "assistant"}, {"content", std::move(ch.text)}, {"tool_calls", Json::array()}}},
+                       {"message", Json{{"role", "assistant"}, {"content", echoed + ch.text}, {"tool_calls", Json::array()}}},
                        {"logprobs", std::move(logprobs)},
                        {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
                        {"stop_reason", ch.stop_reason}};
@@ -165,6 +188,13 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                             {"logprobs", nullptr},
                             {"finish_reason", nullptr}}}),
           running_usage(c));
+  }
+  if (!echoed.empty()) {  // the echoed content, before any generated text
+    for (int64_t c = 0; c < n; ++c) {
+      event(Json::array({Json{{"index", c}, {"delta", Json{{"content", echoed}}}, {"logprobs", nullptr},
+                              {"finish_reason", nullptr}}}),
+            running_usage(c));
+    }
   }
   auto on_batch = [&](size_t, StreamBatch& b) {
     if (!b.error.empty()) {

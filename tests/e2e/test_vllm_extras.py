@@ -21,6 +21,9 @@ client:
 - `return_token_ids` (request): the prompt's ids (`prompt_token_ids`: per completion choice;
   chat top level, streamed on the first chunk) and each choice's generated ids (`token_ids`,
   streamed per chunk), equal to /tokenize's ids and to the text they decode to.
+- `echo` (chat): with `continue_final_message`, the reply starts with the assistant's prefix
+  (streamed as its own chunk); after a generation prompt the last (user) message is not
+  repeated.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -397,6 +400,37 @@ class ReturnTokenIdsTest(unittest.TestCase):
             "model": NAME, "prompt": self.PROMPT, "max_tokens": 1, "return_token_ids": "yes please"})
         self.assertEqual(status, 400, raw)
         self.assertEqual(body["error"]["param"], "return_token_ids")
+
+
+class ChatEchoTest(unittest.TestCase):
+    PREFIX = "The three primary colours are"
+    MESSAGES = [{"role": "user", "content": "List the primary colours."},
+                {"role": "assistant", "content": PREFIX}]
+
+    def chat(self, **extra):
+        return CLIENT.chat.completions.create(model=NAME, messages=self.MESSAGES, max_tokens=6, temperature=0,
+                                              extra_body={"continue_final_message": True,
+                                                          "add_generation_prompt": False, **extra})
+
+    def test_continue_final_message_returns_the_prefix(self):
+        plain = self.chat().choices[0].message.content
+        echoed = self.chat(echo=True).choices[0].message.content
+        self.assertEqual(echoed, self.PREFIX + plain)
+
+    def test_streamed(self):
+        plain = self.chat().choices[0].message.content
+        chunks = list(CLIENT.chat.completions.create(
+            model=NAME, messages=self.MESSAGES, max_tokens=6, temperature=0, stream=True,
+            extra_body={"continue_final_message": True, "add_generation_prompt": False, "echo": True}))
+        contents = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+        self.assertEqual(contents[0], self.PREFIX)
+        self.assertEqual("".join(contents), self.PREFIX + plain)
+
+    def test_after_a_generation_prompt_nothing_is_repeated(self):
+        messages = [{"role": "user", "content": "Say hello."}]
+        kw = dict(model=NAME, messages=messages, max_tokens=4, temperature=0)
+        self.assertEqual(CLIENT.chat.completions.create(**kw, extra_body={"echo": True}).choices[0].message.content,
+                         CLIENT.chat.completions.create(**kw).choices[0].message.content)
 
 
 class ReturnTokensAsTokenIdsTest(unittest.TestCase):
