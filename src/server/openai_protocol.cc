@@ -28,14 +28,14 @@ const char* type_name(const Json& v) {
 // An integer (an integral float like 3.0 is taken too) within [lo, hi].
 int64_t get_int(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
   int64_t x = 0;
-  if (v.is_number_integer()) {
-    x = v.get<int64_t>();
-  } else if (v.is_number_unsigned()) {
+  if (v.is_number_unsigned()) {  // first: is_number_integer() holds for unsigned values too
     const uint64_t u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       bad_request(field + " must be at most " + std::to_string(hi), field);
     }
     x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) wrong_type(field, "an integer", v);
@@ -95,6 +95,41 @@ int64_t parse_prompt_logprobs(const Json& b, bool stream, SamplingParams* params
   return k;
 }
 
+// A named tool_choice ({"type": "function", "function": {"name": N}}) must name one of the
+// request's tools (vLLM's checks and texts).
+void check_named_tool_choice(const Json& choice, const Json& tools) {
+  const std::string usage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
+  if (!tools.is_array()) bad_request("When using `tool_choice`, `tools` must be set.", "tool_choice");
+  const auto function = choice.find("function");
+  if (function == choice.end() || !function->is_object()) {
+    bad_request("Invalid value for `function` in `tool_choice`! " + usage, "tool_choice");
+  }
+  const auto name = function->find("name");
+  if (name == function->end()) bad_request("Expected field `name` in `function` in `tool_choice`! " + usage, "tool_choice");
+  if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
+    bad_request("Invalid `name` in `function` in `tool_choice`! " + usage, "tool_choice");
+  }
+  for (const Json& tool : tools) {
+    const auto f = tool.is_object() ? tool.find("function") : tool.end();
+    if (tool.is_object() && f != tool.end() && f->is_object() && f->value("name", "") == *name) return;
+  }
+  bad_request("The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice");
+}
+
+// vLLM's seed: a 64-bit integer, read exactly (a float only where it is exact, below 2^53).
+uint64_t get_seed(const Json& v) {
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(std::fabs(d) <= 9007199254740992.0)) {
+      bad_request("seed must be an integer in [" + std::to_string(std::numeric_limits<int64_t>::min()) + ", " +
+                      std::to_string(std::numeric_limits<int64_t>::max()) + "]",
+                  "seed");
+    }
+  }
+  return static_cast<uint64_t>(
+      get_int(v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+}
+
 std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
   std::vector<int32_t> ids;
   ids.reserve(v.size());
@@ -125,9 +160,7 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
     p->repetition_penalty = static_cast<float>(get_number(*v, "repetition_penalty", 0.0, 1e6));
     if (p->repetition_penalty <= 0.0f) bad_request("repetition_penalty must be > 0", "repetition_penalty");
   }
-  if (auto* v = field(b, "seed")) {
-    p->seed = static_cast<uint64_t>(get_int(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
-  }
+  if (auto* v = field(b, "seed")) p->seed = get_seed(*v);
   if (auto* v = field(b, "stop")) {
     if (v->is_string()) {
       p->stop = {v->get<std::string>()};
@@ -265,11 +298,15 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   CompletionRequest r;
   r.model = parse_model(b);
   const Json* prompt = field(b, "prompt");
-  if (prompt == nullptr) bad_request("prompt is required", "prompt");
+  // vLLM's text: one request may carry prompt_embeds instead (not supported here).
+  const std::string kNoPrompt = "Either prompt or prompt_embeds must be provided and non-empty.";
+  if (field(b, "prompt_embeds") != nullptr) bad_request("prompt_embeds is not supported", "prompt_embeds");
+  if (prompt == nullptr) bad_request(kNoPrompt, "prompt");
   if (prompt->is_string()) {
+    if (prompt->get_ref<const std::string&>().empty()) bad_request(kNoPrompt, "prompt");
     r.prompts.push_back({prompt->get<std::string>(), {}});
   } else if (prompt->is_array()) {
-    if (prompt->empty()) bad_request("prompt must not be an empty list", "prompt");
+    if (prompt->empty()) bad_request(kNoPrompt, "prompt");
     const Json& first = prompt->front();
     if (first.is_number()) {
       r.prompts.push_back({std::nullopt, get_token_ids(*prompt, "prompt")});
@@ -278,7 +315,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
         if (p.is_string()) {
           r.prompts.push_back({p.get<std::string>(), {}});
         } else if (p.is_array()) {
-          if (p.empty()) bad_request("prompt token lists must not be empty", "prompt");
+          if (p.empty()) bad_request(kNoPrompt, "prompt");
           r.prompts.push_back({std::nullopt, get_token_ids(p, "prompt")});
         } else {
           wrong_type("prompt", "a string, a list of strings or a list of token ids", p);
@@ -360,6 +397,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   }
   if (auto* v = field(b, "tool_choice")) {
     if (!v->is_string() && !v->is_object()) wrong_type("tool_choice", "a string or an object", *v);
+    if (v->is_object()) check_named_tool_choice(*v, r.tools);
     r.tool_choice = *v;
   }
   if (auto* v = field(b, "chat_template_kwargs")) {

@@ -116,6 +116,26 @@ class ErrorsTest(unittest.TestCase):
         self.assert_raw_error("/v1/chat/completions",
                               {"messages": CAPITAL_Q, "max_tokens": 2, "n": 2, "temperature": 0}, 400)
 
+    def test_validation_as_vllm_does_it(self):
+        # A named tool_choice must name one of the request's tools, and needs tools.
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+        for kw, says in ((dict(tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}}),
+                          "does not match any of the specified `tools`"),
+                         (dict(tool_choice={"type": "function", "function": {"name": "get_weather"}}),
+                          "`tools` must be set"),
+                         (dict(tools=tools, tool_choice={}), "Invalid value for `function`")):
+            with self.assertRaises(openai.BadRequestError) as cm:
+                CLIENT.chat.completions.create(model=NAME, messages=CAPITAL_Q, max_tokens=2, **kw)
+            self.assertIn(says, str(cm.exception))
+        # Seeds are 64-bit integers, read exactly.
+        self.assert_raw_error("/v1/completions", {"prompt": "x", "max_tokens": 1, "seed": 2 ** 63}, 400)
+        code, _, raw = SERVER.request("POST", "/v1/completions",
+                                      b'{"prompt": "x", "max_tokens": 1, "seed": -9223372036854775809}')
+        self.assertEqual(code, 400, raw[:300])
+        # No prompt, or an empty one: vLLM's words.
+        e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="", max_tokens=2)
+        self.assertIn("Either prompt or prompt_embeds must be provided and non-empty.", str(e))
+
     def test_wrong_type(self):
         e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="x",
                                      max_tokens="abc")

@@ -2,6 +2,8 @@
 // with 400 naming the field.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "server/openai_protocol.h"
 #include "server/prometheus.h"
 
@@ -24,6 +26,51 @@ std::string error_param(F parse, const std::string& body) {
     EXPECT_FALSE(std::string(e.what()).empty());
     return e.param.empty() ? "<none>" : e.param;
   }
+}
+
+// The 400's message, or "ok" when the body parses.
+template <typename F>
+std::string error_text(F parse, const std::string& body) {
+  try {
+    parse(body);
+    return "ok";
+  } catch (const ApiError& e) {
+    return e.what();
+  }
+}
+
+TEST(OpenAiProtocol, ValidationAsVllmDoesIt) {
+  auto c = [](const std::string& b) { return completion(b); };
+  auto h = [](const std::string& b) { return chat(b); };
+  // Seeds are 64-bit integers read exactly: -2^63 - 1 arrives as a float that rounds to -2^63.
+  EXPECT_EQ(completion(R"({"prompt": "x", "seed": -9223372036854775808})").params.seed,
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": -9223372036854775809})"), "seed");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": 9223372036854775808})"), "seed");
+  EXPECT_EQ(completion(R"({"prompt": "x", "seed": 7.0})").params.seed, 7u);
+  // No prompt, an empty one or prompt_embeds: vLLM's text.
+  const std::string no_prompt = "Either prompt or prompt_embeds must be provided and non-empty.";
+  for (const char* body : {R"({"max_tokens": 3})", R"({"prompt": ""})", R"({"prompt": []})", R"({"prompt": [[]]})"}) {
+    EXPECT_EQ(error_text(c, body), no_prompt) << body;
+  }
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "prompt_embeds": "AAAA"})"), "prompt_embeds");
+  // A named tool_choice must name one of the request's tools.
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather"}}])";
+  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})"),
+            "tool_choice");
+  EXPECT_NE(error_text(h, "{" + msgs + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})")
+                .find("`tools` must be set"),
+            std::string::npos);
+  EXPECT_NE(error_text(h, "{" + msgs + ", " + tools + R"(, "tool_choice": {}})").find("Invalid value for `function`"),
+            std::string::npos);
+  EXPECT_NE(error_text(h, "{" + msgs + ", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}})")
+                .find("does not match any of the specified `tools`"),
+            std::string::npos);
+  EXPECT_EQ(error_param(h, "{" + msgs + ", " + tools +
+                               R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})"),
+            "ok");
+  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "tool_choice": "none"})"), "ok");
 }
 
 TEST(OpenAiProtocol, PromptShapes) {
