@@ -1,6 +1,9 @@
 #include "server/openai_protocol.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace tessera::server {
@@ -25,8 +28,31 @@ const char* type_name(const Json& v) {
   bad_request(field + " must be " + expected + ", not " + type_name(v), field);
 }
 
-// An integer (an integral float like 3.0 is taken too) within [lo, hi].
+// vLLM's requests are pydantic models in lax mode, which coerce some values of another JSON
+// type: these three helpers take what it takes (a numeric string for a number, "true"/"yes"/
+// "1"... for a boolean, a boolean for a number), so a client that works with vLLM works here.
+
+// A string pydantic reads as an integer: an optional sign and digits.
+std::optional<int64_t> integer_string(const std::string& s) {
+  size_t i = (s.size() > 1 && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size() || s.size() > 20) return std::nullopt;
+  for (size_t j = i; j < s.size(); ++j) {
+    if (s[j] < '0' || s[j] > '9') return std::nullopt;
+  }
+  errno = 0;
+  const long long x = std::strtoll(s.c_str(), nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return static_cast<int64_t>(x);
+}
+
+// An integer (an integral float like 3.0 is taken too, and pydantic's coercions) within [lo, hi].
 int64_t get_int(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
+  if (v.is_boolean()) return get_int(Json(v.get<bool>() ? 1 : 0), field, lo, hi);
+  if (v.is_string()) {
+    const auto x = integer_string(v.get_ref<const std::string&>());
+    if (!x) wrong_type(field, "an integer", v);
+    return get_int(Json(*x), field, lo, hi);
+  }
   int64_t x = 0;
   if (v.is_number_unsigned()) {  // first: is_number_integer() holds for unsigned values too
     const uint64_t u = v.get<uint64_t>();
@@ -51,8 +77,21 @@ int64_t get_int(const Json& v, const std::string& field, int64_t lo, int64_t hi)
 }
 
 double get_number(const Json& v, const std::string& field, double lo, double hi) {
-  if (!v.is_number()) wrong_type(field, "a number", v);
-  const double d = v.get<double>();
+  double d = 0.0;
+  if (v.is_number()) {
+    d = v.get<double>();
+  } else if (v.is_boolean()) {
+    d = v.get<bool>() ? 1.0 : 0.0;
+  } else if (v.is_string()) {  // a numeric string, whole
+    const std::string& s = v.get_ref<const std::string&>();
+    char* end = nullptr;
+    d = s.empty() ? 0.0 : std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s[0]))) {
+      wrong_type(field, "a number", v);
+    }
+  } else {
+    wrong_type(field, "a number", v);
+  }
   if (!std::isfinite(d) || d < lo || d > hi) {
     bad_request(field + " must be in [" + nlohmann::json(lo).dump() + ", " + nlohmann::json(hi).dump() + "]", field);
   }
@@ -60,8 +99,19 @@ double get_number(const Json& v, const std::string& field, double lo, double hi)
 }
 
 bool get_bool(const Json& v, const std::string& field) {
-  if (!v.is_boolean()) wrong_type(field, "a boolean", v);
-  return v.get<bool>();
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number() && (v.get<double>() == 0.0 || v.get<double>() == 1.0)) return v.get<double>() == 1.0;
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* t : {"1", "on", "t", "true", "y", "yes"}) {
+      if (s == t) return true;
+    }
+    for (const char* f : {"0", "off", "f", "false", "n", "no"}) {
+      if (s == f) return false;
+    }
+  }
+  wrong_type(field, "a boolean", v);
 }
 
 std::string get_string(const Json& v, const std::string& field) {

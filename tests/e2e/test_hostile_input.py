@@ -117,7 +117,7 @@ class HostileInputTest(unittest.TestCase):
             {"prompt": "x", "stop": [1]}, {"prompt": "x", "stop": 5}, {"prompt": "x", "n": "many"},
             {"prompt": "x", "n": 1.5}, {"prompt": "x", "logit_bias": [1]},
             {"prompt": "x", "logit_bias": "x"}, {"prompt": "x", "logit_bias": {"5": "high"}},
-            {"prompt": "x", "stream": "yes"}, {"prompt": "x", "stream": 2}, {"prompt": "x", "seed": "s"},
+            {"prompt": "x", "stream": "perhaps"}, {"prompt": "x", "stream": 2}, {"prompt": "x", "seed": "s"},
             {"prompt": "x", "echo": "maybe"}, {"prompt": "x", "logprobs": "many"},
             {"prompt": "x", "top_p": "x"}, {"prompt": "x", "top_k": "x"}, {"prompt": "x", "model": 5},
             {"prompt": "x", "stream": True, "stream_options": "x"},

@@ -24,6 +24,8 @@ client:
 - `echo` (chat): with `continue_final_message`, the reply starts with the assistant's prefix
   (streamed as its own chunk); after a generation prompt the last (user) message is not
   repeated.
+- Values of another JSON type that vLLM's pydantic models coerce (`"logprobs": "true"`,
+  `"top_logprobs": "2"`, `"temperature": "0"`) are taken as vLLM takes them.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -167,7 +169,7 @@ class TruncatePromptTokensTest(unittest.TestCase):
 
     def test_bad_values(self):
         for k, what in ((0, "at least 1"), (-2, "truncate_prompt_tokens"), (sf.MAX_MODEL_LEN + 1, "larger than"),
-                        ("3", "truncate_prompt_tokens")):
+                        ("three", "truncate_prompt_tokens")):
             status, body, raw = SERVER.json_request("POST", "/v1/completions", {
                 "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "truncate_prompt_tokens": k})
             self.assertEqual(status, 400, (k, raw))
@@ -431,6 +433,24 @@ class ChatEchoTest(unittest.TestCase):
         kw = dict(model=NAME, messages=messages, max_tokens=4, temperature=0)
         self.assertEqual(CLIENT.chat.completions.create(**kw, extra_body={"echo": True}).choices[0].message.content,
                          CLIENT.chat.completions.create(**kw).choices[0].message.content)
+
+
+class LenientValuesTest(unittest.TestCase):
+
+    def test_coerced_like_vllm(self):
+        messages = [{"role": "user", "content": "Say hi."}]
+        typed = CLIENT.chat.completions.create(model=NAME, messages=messages, max_tokens=3, temperature=0,
+                                               logprobs=True, top_logprobs=2)
+        status, body, raw = SERVER.json_request("POST", "/v1/chat/completions", {
+            "model": NAME, "messages": messages, "max_tokens": "3", "temperature": "0", "logprobs": "true",
+            "top_logprobs": "2"})
+        self.assertEqual(status, 200, raw)
+        self.assertEqual(body["choices"][0]["message"]["content"], typed.choices[0].message.content)
+        self.assertEqual(len(body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]), 2)
+        status, body, raw = SERVER.json_request("POST", "/v1/chat/completions", {
+            "model": NAME, "messages": messages, "max_tokens": 3, "logprobs": "perhaps"})
+        self.assertEqual(status, 400, raw)
+        self.assertEqual(body["error"]["param"], "logprobs")
 
 
 class ReturnTokensAsTokenIdsTest(unittest.TestCase):

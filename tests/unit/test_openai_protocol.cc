@@ -71,6 +71,20 @@ TEST(OpenAiProtocol, ValidationAsVllmDoesIt) {
                                R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})"),
             "ok");
   EXPECT_EQ(error_param(h, "{" + msgs + R"(, "tool_choice": "none"})"), "ok");
+  // pydantic's lax coercions, which vLLM's clients rely on.
+  const ChatRequest lax = chat("{" + msgs + R"(, "logprobs": "true", "top_logprobs": "3", "temperature": "0.5",
+                                 "stream": "yes", "n": true, "seed": "-12"})");
+  EXPECT_TRUE(lax.logprobs);
+  EXPECT_EQ(lax.top_logprobs, 3);
+  EXPECT_FLOAT_EQ(lax.params.temperature, 0.5f);
+  EXPECT_TRUE(lax.stream);
+  EXPECT_EQ(lax.params.n, 1);
+  EXPECT_EQ(lax.params.seed, static_cast<uint64_t>(int64_t{-12}));
+  EXPECT_FALSE(chat("{" + msgs + R"(, "logprobs": "off"})").logprobs);
+  for (const char* bad : {R"("logprobs": "maybe")", R"("logprobs": 2)", R"("temperature": "warm")",
+                          R"("temperature": " 0.5")", R"("top_logprobs": "2.5")", R"("n": "")"}) {
+    EXPECT_NE(error_param(h, "{" + msgs + ", " + bad + "}"), "ok") << bad;
+  }
 }
 
 TEST(OpenAiProtocol, PromptShapes) {
@@ -133,7 +147,7 @@ TEST(OpenAiProtocol, BadFieldsNameTheField) {
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "stop": {"a": 1}})"), "stop");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "stop": [1]})"), "stop");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "stream_options": {"include_usage": true}})"), "stream_options");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": "1"})"), "seed");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": "1s"})"), "seed");
   EXPECT_EQ(error_param(c, R"({"prompt": 5})"), "prompt");
   EXPECT_EQ(error_param(c, R"({"prompt": []})"), "prompt");
   EXPECT_EQ(error_param(c, R"({"prompt": [-1]})"), "prompt");
