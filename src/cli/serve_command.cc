@@ -53,6 +53,7 @@ struct ServeOptions {
   bool fake_engine = false;
   bool enable_prompt_tokens_details = false;
   bool return_tokens_as_token_ids = false;
+  bool enable_request_id_headers = false;
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
   bool trust_request_chat_template = false;
@@ -167,6 +168,7 @@ int run_serve(ServeOptions o) {
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
   config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
   config.return_tokens_as_token_ids = o.return_tokens_as_token_ids;
+  config.enable_request_id_headers = o.enable_request_id_headers;
   config.enable_priority = o.scheduling_policy == "priority";
   config.trust_request_chat_template = o.trust_request_chat_template;
   config.max_response_bytes = o.max_response_bytes;
@@ -247,6 +249,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", o->generation_config,
                   "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_flag("--enable-request-id-headers", o->enable_request_id_headers,
+                "Answer every request with an X-Request-Id header: the client's, or a new id");
   cmd->add_flag("--return-tokens-as-token-ids", o->return_tokens_as_token_ids,
                 "Name logprob tokens 'token_id:N' (for tokens that do not decode to text alone)");
   cmd->add_flag("--enable-prompt-tokens-details", o->enable_prompt_tokens_details,

@@ -43,7 +43,25 @@ net::awaitable<void> ApiServer::respond_json(HttpExchange& ex, const Json& body)
   co_await ex.respond(http::status::ok, "application/json", dump(body));
 }
 
+namespace {
+
+// The client's X-Request-Id when it is a plausible id (visible ASCII, at most 256 bytes), else
+// a new one.
+std::string request_id_of(const HttpRequest& req) {
+  auto it = req.find("X-Request-Id");
+  if (it != req.end()) {
+    const std::string_view v(it->value().data(), it->value().size());
+    const bool plausible = !v.empty() && v.size() <= 256 &&
+                           std::all_of(v.begin(), v.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    if (plausible) return std::string(v);
+  }
+  return random_id("");
+}
+
+}  // namespace
+
 net::awaitable<void> ApiServer::handle(HttpExchange& ex) {
+  if (config_.enable_request_id_headers) ex.add_response_header("X-Request-Id", request_id_of(ex.request()));
   std::optional<ApiError> error;
   try {
     co_await route(ex);
@@ -79,6 +97,7 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   if (path == "/v1/chat/completions") post = &ApiServer::chat_completions;
   if (path == "/tokenize") post = &ApiServer::tokenize;
   if (path == "/detokenize") post = &ApiServer::detokenize;
+  if (path == "/invocations") post = &ApiServer::invocations;
   if (post != nullptr) {
     if (method != http::verb::post) throw ApiError(http::status::method_not_allowed, std::string(path) + " takes POST");
     co_await (this->*post)(ex);
@@ -262,6 +281,25 @@ std::string ApiServer::tokenize_reply(const TokenizeInput& in) const {
                     {"tokens", ids},
                     {"token_strs", std::move(strs)}};
   return dump(out);
+}
+
+net::awaitable<void> ApiServer::invocations(HttpExchange& ex) {
+  const std::string& body = ex.request().body();
+  enum class Kind { kChat, kCompletion, kNone };
+  const Kind kind = co_await lane(body.size()).run([&] {
+    const Json j = parse_json_body(body);
+    if (j.contains("messages")) return Kind::kChat;
+    if (j.contains("prompt") || j.contains("prompt_embeds")) return Kind::kCompletion;
+    return Kind::kNone;
+  });
+  if (kind == Kind::kChat) {
+    co_await chat_completions(ex);
+  } else if (kind == Kind::kCompletion) {
+    co_await completions(ex);
+  } else {
+    bad_request("Cannot find suitable handler for request. Expected one of: ['ChatCompletionRequest', "
+                "'CompletionRequest']");
+  }
 }
 
 net::awaitable<void> ApiServer::detokenize(HttpExchange& ex) {

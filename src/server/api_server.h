@@ -26,6 +26,7 @@ struct ApiServerConfig {
   size_t max_seqs_per_request = 1024;     // prompts x n of one request; more: 400
   SamplingDefaults sampling_defaults;     // from --generation-config
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
+  bool enable_request_id_headers = false;     // X-Request-Id on every response: the client's, or a new one
   bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
   bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
   bool trust_request_chat_template = false;  // --trust-request-chat-template
@@ -59,6 +60,9 @@ class ApiServer {
   net::awaitable<void> chat_completions(HttpExchange& ex);
   net::awaitable<void> tokenize(HttpExchange& ex);
   net::awaitable<void> detokenize(HttpExchange& ex);
+  // POST /invocations (SageMaker's route): a chat request when the body has messages, else a
+  // completion request when it has a prompt.
+  net::awaitable<void> invocations(HttpExchange& ex);
   // /tokenize in two steps (a small body can render a large prompt), and /detokenize.
   struct TokenizeInput {
     std::string text;

@@ -128,6 +128,7 @@ struct HttpExchange::Impl {
   bool peer_eof = false;   // the client sent its FIN: nothing more will come
   bool more_buffered = false;  // the bytes of a next (pipelined) request are already here
   size_t probe_sent = 0;   // bytes of kProbe written; a partial probe is finished first
+  std::vector<std::pair<std::string, std::string>> extra_headers;  // add_response_header's
 };
 
 namespace {
@@ -154,12 +155,17 @@ net::awaitable<bool> finish_probe(HttpExchange::Impl& impl) {
 
 const HttpRequest& HttpExchange::request() const { return impl_.request; }
 
+void HttpExchange::add_response_header(std::string name, std::string value) {
+  impl_.extra_headers.emplace_back(std::move(name), std::move(value));
+}
+
 net::awaitable<void> HttpExchange::respond(http::status status, std::string_view content_type, std::string body) {
   impl_.responded = true;
   if (!co_await finish_probe(impl_)) co_return;
   http::response<http::string_body> res{status, impl_.request.version()};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
+  for (const auto& [name, value] : impl_.extra_headers) res.set(name, value);
   res.keep_alive(keep_alive(impl_));
   res.body() = std::move(body);
   res.prepare_payload();
@@ -177,6 +183,7 @@ net::awaitable<bool> HttpExchange::start_stream(std::string_view content_type) {
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
   res.set(http::field::cache_control, "no-cache");
+  for (const auto& [name, value] : impl_.extra_headers) res.set(name, value);
   res.keep_alive(keep_alive(impl_));
   res.chunked(true);
   http::response_serializer<http::empty_body> sr{res};

@@ -51,6 +51,8 @@ class HttpExchange {
   explicit HttpExchange(Impl& impl) : impl_(impl) {}
 
   const HttpRequest& request() const;
+  // A header every response of this exchange carries (error answers and streams included).
+  void add_response_header(std::string name, std::string value);
   net::awaitable<void> respond(http::status status, std::string_view content_type, std::string body);
   net::awaitable<bool> start_stream(std::string_view content_type);
   net::awaitable<bool> write(std::string_view data);

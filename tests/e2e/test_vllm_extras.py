@@ -26,6 +26,10 @@ client:
   repeated.
 - Values of another JSON type that vLLM's pydantic models coerce (`"logprobs": "true"`,
   `"top_logprobs": "2"`, `"temperature": "0"`) are taken as vLLM takes them.
+- `POST /invocations` (SageMaker's route): a body with messages is a chat request, one with a
+  prompt a completion request, the same answers as their own routes; anything else is a 400.
+- `--enable-request-id-headers`: every response (errors and streams too) carries
+  X-Request-Id, the client's or a new one; without the flag, none.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -451,6 +455,54 @@ class LenientValuesTest(unittest.TestCase):
             "model": NAME, "messages": messages, "max_tokens": 3, "logprobs": "perhaps"})
         self.assertEqual(status, 400, raw)
         self.assertEqual(body["error"]["param"], "logprobs")
+
+
+class InvocationsTest(unittest.TestCase):
+
+    def test_routes_by_body(self):
+        chat = {"model": NAME, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "temperature": 0}
+        comp = {"model": NAME, "prompt": "The capital of France is", "max_tokens": 3, "temperature": 0}
+        for body, route, kind in ((chat, "/v1/chat/completions", "chat.completion"),
+                                  (comp, "/v1/completions", "text_completion")):
+            status, via, raw = SERVER.json_request("POST", "/invocations", body)
+            self.assertEqual(status, 200, raw)
+            self.assertEqual(via["object"], kind)
+            _, direct, _ = SERVER.json_request("POST", route, body)
+            self.assertEqual(via["choices"], direct["choices"])
+        status, body, raw = SERVER.json_request("POST", "/invocations", {"model": NAME, "input": "x"})
+        self.assertEqual(status, 400, raw)
+        self.assertIn("Cannot find suitable handler for request", body["error"]["message"])
+        status, _, raw = SERVER.json_request("POST", "/invocations", dict(comp, max_tokens=-1))
+        self.assertEqual(status, 400, raw)
+
+
+class RequestIdHeadersTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        binary, model = sf.preflight(need_openai=True)
+        cls.server = sf.Server(binary, model, ["--enable-request-id-headers"], name="request_ids")
+
+    @classmethod
+    def tearDownClass(cls):
+        sf.stop_module_server(cls.server)
+
+    def test_echoed_or_made(self):
+        body = {"model": NAME, "prompt": "Hi", "max_tokens": 2}
+        status, headers, raw = self.server.request("POST", "/v1/completions", body, {"X-Request-Id": "job-42"})
+        self.assertEqual(status, 200, raw)
+        self.assertEqual(headers["x-request-id"], "job-42")
+        status, headers, raw = self.server.request("POST", "/v1/completions", dict(body, stream=True),
+                                                   {"X-Request-Id": "job-43"})
+        self.assertEqual((status, headers["x-request-id"]), (200, "job-43"))
+        status, headers, raw = self.server.request("POST", "/v1/completions", dict(body, max_tokens=-1),
+                                                   {"X-Request-Id": "job-44"})
+        self.assertEqual((status, headers["x-request-id"]), (400, "job-44"))
+        _, a, _ = self.server.request("POST", "/v1/completions", body)
+        _, b, _ = self.server.request("POST", "/v1/completions", body)
+        self.assertTrue(a["x-request-id"] and b["x-request-id"] and a["x-request-id"] != b["x-request-id"])
+        _, plain, _ = SERVER.request("POST", "/v1/completions", body, {"X-Request-Id": "job-45"})
+        self.assertNotIn("x-request-id", plain)
 
 
 class ReturnTokensAsTokenIdsTest(unittest.TestCase):
