@@ -54,6 +54,9 @@ struct ServeOptions {
   bool enable_prompt_tokens_details = false;
   bool return_tokens_as_token_ids = false;
   bool enable_request_id_headers = false;
+  bool enable_force_include_usage = false;
+  bool enable_server_load_tracking = false;
+  std::string root_path;
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
   bool trust_request_chat_template = false;
@@ -169,6 +172,10 @@ int run_serve(ServeOptions o) {
   config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
   config.return_tokens_as_token_ids = o.return_tokens_as_token_ids;
   config.enable_request_id_headers = o.enable_request_id_headers;
+  config.enable_force_include_usage = o.enable_force_include_usage;
+  config.enable_server_load_tracking = o.enable_server_load_tracking;
+  config.root_path = o.root_path;
+  while (!config.root_path.empty() && config.root_path.back() == '/') config.root_path.pop_back();
   config.enable_priority = o.scheduling_policy == "priority";
   config.trust_request_chat_template = o.trust_request_chat_template;
   config.max_response_bytes = o.max_response_bytes;
@@ -249,6 +256,12 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", o->generation_config,
                   "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_flag("--enable-force-include-usage", o->enable_force_include_usage,
+                "End every stream with a usage chunk, asked for or not");
+  cmd->add_flag("--enable-server-load-tracking", o->enable_server_load_tracking,
+                "GET /load answers {\"server_load\": N}, the completion and chat requests in progress");
+  cmd->add_option("--root-path", o->root_path,
+                  "The path prefix a proxy serves the API under; requests may carry it or not");
   cmd->add_flag("--enable-request-id-headers", o->enable_request_id_headers,
                 "Answer every request with an X-Request-Id header: the client's, or a new id");
   cmd->add_flag("--return-tokens-as-token-ids", o->return_tokens_as_token_ids,

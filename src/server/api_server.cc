@@ -58,6 +58,22 @@ std::string request_id_of(const HttpRequest& req) {
   return random_id("");
 }
 
+// Counts a request in the server's load while it lives.
+class LoadCount {
+ public:
+  explicit LoadCount(std::atomic<int64_t>* load) : load_(load) {
+    if (load_ != nullptr) load_->fetch_add(1);
+  }
+  ~LoadCount() {
+    if (load_ != nullptr) load_->fetch_sub(1);
+  }
+  LoadCount(const LoadCount&) = delete;
+  LoadCount& operator=(const LoadCount&) = delete;
+
+ private:
+  std::atomic<int64_t>* load_;
+};
+
 }  // namespace
 
 net::awaitable<void> ApiServer::handle(HttpExchange& ex) {
@@ -73,7 +89,13 @@ net::awaitable<void> ApiServer::handle(HttpExchange& ex) {
 
 net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   const HttpRequest& req = ex.request();
-  const std::string_view path = path_of(std::string_view(req.target().data(), req.target().size()));
+  std::string_view path = path_of(std::string_view(req.target().data(), req.target().size()));
+  // --root-path: a proxy may forward paths with the prefix it serves us under.
+  const std::string& root = config_.root_path;
+  if (!root.empty() && path.size() > root.size() && path.substr(0, root.size()) == root &&
+      path[root.size()] == '/') {
+    path.remove_prefix(root.size());
+  }
   const http::verb method = req.method();
   // Liveness probes answer without the key, and without work (load balancers poll them).
   if (path == "/health" || path == "/ping") {
@@ -92,6 +114,12 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
                     constant_time_equal(header.substr(kBearer.size()), *config_.api_key);
     if (!ok) throw ApiError(http::status::unauthorized, "missing or invalid API key (Authorization: Bearer KEY)");
   }
+  if (path == "/load" && config_.enable_server_load_tracking) {
+    if (method != http::verb::get) throw ApiError(http::status::method_not_allowed, "/load takes GET");
+    const Json load = {{"server_load", server_load_.load()}};
+    co_await respond_json(ex, load);
+    co_return;
+  }
   net::awaitable<void> (ApiServer::*post)(HttpExchange&) = nullptr;
   if (path == "/v1/completions") post = &ApiServer::completions;
   if (path == "/v1/chat/completions") post = &ApiServer::chat_completions;
@@ -100,6 +128,9 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   if (path == "/invocations") post = &ApiServer::invocations;
   if (post != nullptr) {
     if (method != http::verb::post) throw ApiError(http::status::method_not_allowed, std::string(path) + " takes POST");
+    // The load vLLM counts: generation requests from arrival to their last byte.
+    const bool counted = post != &ApiServer::tokenize && post != &ApiServer::detokenize;
+    const LoadCount count(counted ? &server_load_ : nullptr);
     co_await (this->*post)(ex);
     co_return;
   }

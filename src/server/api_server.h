@@ -27,6 +27,9 @@ struct ApiServerConfig {
   SamplingDefaults sampling_defaults;     // from --generation-config
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
   bool enable_request_id_headers = false;     // X-Request-Id on every response: the client's, or a new one
+  bool enable_force_include_usage = false;    // streams end with usage whether or not they ask for it
+  bool enable_server_load_tracking = false;   // GET /load: the requests being served
+  std::string root_path;                      // a prefix a proxy may leave on every path ("" : none)
   bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
   bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
   bool trust_request_chat_template = false;  // --trust-request-chat-template
@@ -101,6 +104,7 @@ class ApiServer {
 
   ApiServerConfig config_;
   AsyncEngine& engine_;
+  std::atomic<int64_t> server_load_{0};  // completion and chat requests in progress (--enable-server-load-tracking)
   const tokenizer::Tokenizer* tok_;
   std::unique_ptr<ChatTemplate> chat_template_;
   WorkerPool light_workers_;

@@ -228,7 +228,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     ex.abandon();
     co_return;
   }
-  if (req.include_usage) event(Json::array(), usage());
+  if (req.include_usage || config_.enable_force_include_usage) event(Json::array(), usage());
   out += "data: [DONE]\n\n";
   if (co_await ex.write(out)) co_await ex.end_stream();
 }

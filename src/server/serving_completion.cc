@@ -247,7 +247,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     ex.abandon();
     co_return;
   }
-  if (req.include_usage) {
+  if (req.include_usage || config_.enable_force_include_usage) {
     out += "data: " +
            dump(Json{{"id", id},
                      {"object", "text_completion"},

@@ -30,6 +30,9 @@ client:
   prompt a completion request, the same answers as their own routes; anything else is a 400.
 - `--enable-request-id-headers`: every response (errors and streams too) carries
   X-Request-Id, the client's or a new one; without the flag, none.
+- `--enable-force-include-usage`: a stream ends with its usage chunk unasked;
+  `--enable-server-load-tracking`: GET /load counts the generation requests in progress;
+  `--root-path P`: paths with the prefix P route as those without it.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -39,8 +42,10 @@ Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -476,12 +481,14 @@ class InvocationsTest(unittest.TestCase):
         self.assertEqual(status, 400, raw)
 
 
-class RequestIdHeadersTest(unittest.TestCase):
+class DeploymentFlagsTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
         binary, model = sf.preflight(need_openai=True)
-        cls.server = sf.Server(binary, model, ["--enable-request-id-headers"], name="request_ids")
+        cls.server = sf.Server(binary, model, ["--enable-request-id-headers", "--enable-force-include-usage",
+                                               "--enable-server-load-tracking", "--root-path", "/api/"],
+                               name="deployment_flags")
 
     @classmethod
     def tearDownClass(cls):
@@ -503,6 +510,40 @@ class RequestIdHeadersTest(unittest.TestCase):
         self.assertTrue(a["x-request-id"] and b["x-request-id"] and a["x-request-id"] != b["x-request-id"])
         _, plain, _ = SERVER.request("POST", "/v1/completions", body, {"X-Request-Id": "job-45"})
         self.assertNotIn("x-request-id", plain)
+
+    def test_forced_usage(self):
+        status, _, raw = self.server.request("POST", "/v1/completions",
+                                             {"model": NAME, "prompt": "Hi", "max_tokens": 3, "stream": True})
+        self.assertEqual(status, 200, raw)
+        events = [json.loads(line[6:]) for line in raw.decode().splitlines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+        self.assertEqual(events[-1]["choices"], [])
+        self.assertEqual(events[-1]["usage"]["completion_tokens"], 3)
+        _, _, raw = SERVER.request("POST", "/v1/completions",
+                                   {"model": NAME, "prompt": "Hi", "max_tokens": 3, "stream": True})
+        self.assertNotIn(b'"usage"', raw)
+
+    def test_load_counts_requests_in_progress(self):
+        self.assertEqual(self.server.json_request("GET", "/load")[1], {"server_load": 0})
+        done = threading.Event()
+        def long_request():
+            self.server.request("POST", "/v1/completions", {"model": NAME, "prompt": "Tell a story.",
+                                                           "max_tokens": 400, "ignore_eos": True})
+            done.set()
+        worker = threading.Thread(target=long_request)
+        worker.start()
+        seen = 0
+        while not done.is_set() and seen == 0:
+            seen = self.server.json_request("GET", "/load")[1]["server_load"]
+        worker.join()
+        self.assertEqual(seen, 1)
+        self.assertEqual(self.server.json_request("GET", "/load")[1], {"server_load": 0})
+        self.assertEqual(SERVER.request("GET", "/load")[0], 404)
+
+    def test_root_path(self):
+        for path, code in (("/api/v1/models", 200), ("/v1/models", 200), ("/apix/v1/models", 404),
+                           ("/api", 404)):
+            self.assertEqual(self.server.request("GET", path)[0], code, path)
 
 
 class ReturnTokensAsTokenIdsTest(unittest.TestCase):
