@@ -8,7 +8,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--block-size", a->block_size, "Tokens per KV-cache block")->check(CLI::Range(1, 1024));
   cmd->add_option("--device", a->device, "cuda, cpu or auto (CUDA when a device is usable)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  cmd->add_option("--kv-cache-memory", a->kv_cache_memory,
+  cmd->add_option("--kv-cache-memory,--kv-cache-memory-bytes", a->kv_cache_memory,
                   "Bytes of KV-cache storage, reserved at start (default: on the CPU 1 GiB, or what "
                   "--max-num-seqs sequences of --max-model-len tokens need if less; on CUDA what "
                   "--gpu-memory-utilization leaves)")

@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "cli/vllm_serve_flags.h"
 #include "engine/async_engine.h"
 #include "engine/engine_setup.h"
 #include "engine/fake_engine_core.h"
@@ -57,6 +58,7 @@ struct ServeOptions {
   bool enable_force_include_usage = false;
   bool enable_server_load_tracking = false;
   std::string root_path;
+  int64_t max_logprobs = 20;
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
   bool trust_request_chat_template = false;
@@ -175,6 +177,7 @@ int run_serve(ServeOptions o) {
   config.enable_force_include_usage = o.enable_force_include_usage;
   config.enable_server_load_tracking = o.enable_server_load_tracking;
   config.root_path = o.root_path;
+  config.max_logprobs = o.max_logprobs;
   while (!config.root_path.empty() && config.root_path.back() == '/') config.root_path.pop_back();
   config.enable_priority = o.scheduling_policy == "priority";
   config.trust_request_chat_template = o.trust_request_chat_template;
@@ -260,6 +263,9 @@ void add_serve_command(CLI::App& app, int* exit_code) {
                 "End every stream with a usage chunk, asked for or not");
   cmd->add_flag("--enable-server-load-tracking", o->enable_server_load_tracking,
                 "GET /load answers {\"server_load\": N}, the completion and chat requests in progress");
+  cmd->add_option("--max-logprobs", o->max_logprobs,
+                  "The most logprobs (and prompt logprobs) per token a request may ask for (at most 20)")
+      ->check(CLI::Range(0, 20));
   cmd->add_option("--root-path", o->root_path,
                   "The path prefix a proxy serves the API under; requests may carry it or not");
   cmd->add_flag("--enable-request-id-headers", o->enable_request_id_headers,
@@ -302,6 +308,7 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--fake-step-interval-ms", o->fake_step_interval_ms,
                   "With --fake-engine: at most one step per this many ms (0: as fast as possible)")
       ->check(CLI::NonNegativeNumber);
+  add_vllm_serve_flags(cmd);
   cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
 }
 

@@ -177,6 +177,20 @@ void ApiServer::check_request(const std::optional<std::string>& model, int32_t p
   }
 }
 
+void ApiServer::check_logprobs(int64_t logprobs, int64_t prompt_logprobs) const {
+  const int64_t most = config_.max_logprobs;
+  if (logprobs > most) {
+    bad_request("Requested sample logprobs of " + std::to_string(logprobs) + ", which is greater than max allowed: " +
+                    std::to_string(most),
+                "logprobs");
+  }
+  if (prompt_logprobs > most) {
+    bad_request("Requested prompt logprobs of " + std::to_string(prompt_logprobs) +
+                    ", which is greater than max allowed: " + std::to_string(most),
+                "prompt_logprobs");
+  }
+}
+
 void ApiServer::check_capacity(size_t new_seqs) const {
   if (draining_.load()) throw ApiError(http::status::service_unavailable, "the server is shutting down");
   const size_t unfinished = engine_.num_unfinished_seqs();

@@ -30,6 +30,7 @@ struct ApiServerConfig {
   bool enable_force_include_usage = false;    // streams end with usage whether or not they ask for it
   bool enable_server_load_tracking = false;   // GET /load: the requests being served
   std::string root_path;                      // a prefix a proxy may leave on every path ("" : none)
+  int64_t max_logprobs = 20;                  // --max-logprobs: the most (prompt) logprobs a request may ask for
   bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
   bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
   bool trust_request_chat_template = false;  // --trust-request-chat-template
@@ -87,6 +88,8 @@ class ApiServer {
   // A generation request's model, its priority (non-zero needs --scheduling-policy priority,
   // else any client could starve the rest) and its prompts x n against max_seqs_per_request.
   void check_request(const std::optional<std::string>& model, int32_t priority, size_t num_prompts, int64_t n) const;
+  // --max-logprobs against what a request asks for (-1: not asked), with vLLM's texts.
+  void check_logprobs(int64_t logprobs, int64_t prompt_logprobs) const;
   // New sequences against what is unfinished and max_queued_requests.
   void check_capacity(size_t new_seqs) const;
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens, const char* param) const;

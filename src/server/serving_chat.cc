@@ -54,6 +54,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     p.req = parse_chat_request(parse_json_body(body), config_.sampling_defaults);
     ChatRequest& req = p.req;
     check_request(req.model, req.priority, 1, req.params.n);
+    check_logprobs(req.logprobs ? req.top_logprobs : -1, req.prompt_logprobs);
     p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
                            req.continue_final_message, req.chat_template);
     return p;

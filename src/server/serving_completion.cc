@@ -32,6 +32,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     p.req = parse_completion_request(parse_json_body(body), config_.sampling_defaults);
     CompletionRequest& req = p.req;
     check_request(req.model, req.priority, req.prompts.size(), req.params.n);
+    check_logprobs(req.logprobs, req.prompt_logprobs);
     resolve_bad_words(&req.params);
     const size_t num_prompts = req.prompts.size();
     p.prompt_ids.resize(num_prompts);

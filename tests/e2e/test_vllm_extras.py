@@ -33,6 +33,10 @@ client:
 - `--enable-force-include-usage`: a stream ends with its usage chunk unasked;
   `--enable-server-load-tracking`: GET /load counts the generation requests in progress;
   `--root-path P`: paths with the prefix P route as those without it.
+- vLLM's serve flags: `--kv-cache-memory-bytes`, `--max-logprobs` (more gets vLLM's 400),
+  flags without meaning here (`--revision`, `--disable-log-requests`, ...) accepted; flags of
+  features not built yet (`--enable-lora`, `--tool-call-parser`, ...) stop the start with
+  their name.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import unittest
@@ -486,8 +491,11 @@ class DeploymentFlagsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         binary, model = sf.preflight(need_openai=True)
+        cls.binary, cls.model = binary, model
         cls.server = sf.Server(binary, model, ["--enable-request-id-headers", "--enable-force-include-usage",
-                                               "--enable-server-load-tracking", "--root-path", "/api/"],
+                                               "--enable-server-load-tracking", "--root-path", "/api/",
+                                               "--max-logprobs", "2", "--revision", "main", "--disable-log-requests",
+                                               "--uvicorn-log-level", "warning", "--trust-remote-code"],
                                name="deployment_flags")
 
     @classmethod
@@ -539,6 +547,33 @@ class DeploymentFlagsTest(unittest.TestCase):
         self.assertEqual(seen, 1)
         self.assertEqual(self.server.json_request("GET", "/load")[1], {"server_load": 0})
         self.assertEqual(SERVER.request("GET", "/load")[0], 404)
+
+    def test_max_logprobs(self):
+        body = {"model": NAME, "prompt": "Hi", "max_tokens": 1}
+        self.assertEqual(self.server.request("POST", "/v1/completions", dict(body, logprobs=2))[0], 200)
+        status, payload, raw = self.server.json_request("POST", "/v1/completions", dict(body, logprobs=3))
+        self.assertEqual(status, 400, raw)
+        self.assertIn("Requested sample logprobs of 3, which is greater than max allowed: 2",
+                      payload["error"]["message"])
+        status, payload, raw = self.server.json_request("POST", "/v1/completions", dict(body, prompt_logprobs=5))
+        self.assertEqual(status, 400, raw)
+        self.assertIn("Requested prompt logprobs of 5", payload["error"]["message"])
+
+    def test_kv_cache_memory_bytes_is_vllms_name(self):
+        out = subprocess.run([self.binary, "generate", "--model", self.model, "--device", "cpu", "--prompt", "Hi",
+                              "--max-tokens", "1", "--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 << 20)],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-500:])
+        self.assertIn("KV cache:", out.stderr)
+
+    def test_flags_of_features_not_built_stop_the_start(self):
+        for args, named in ((["--enable-lora"], "--enable-lora"), (["--tool-call-parser", "hermes"], "--tool-call-parser"),
+                            (["--uds", "/tmp/x.sock"], "--uds")):
+            out = subprocess.run([self.binary, "serve", self.model, "--port", "0", *args], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertNotEqual(out.returncode, 0, args)
+            self.assertIn(named, out.stderr + out.stdout)
+            self.assertIn("not support", out.stderr + out.stdout)
 
     def test_root_path(self):
         for path, code in (("/api/v1/models", 200), ("/v1/models", 200), ("/apix/v1/models", 404),
