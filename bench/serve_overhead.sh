@@ -38,7 +38,7 @@ URL=http://127.0.0.1:$PORT
 echo "== 2. 5,000 concurrent open streams (5,000 requests x 300 tokens, all at once, one step per 100 ms)"
 ( peak=0
   while kill -0 "$SERVER_PID" 2> /dev/null; do
-    n=$(metric tessera:num_requests_running); n=${n%.*}
+    n=$(metric vllm:num_requests_running); n=${n%.*}
     [ -n "$n" ] && [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" > "$OUT/peak_running"
     sleep 0.5
   done ) &
@@ -46,7 +46,7 @@ SAMPLER=$!
 "$BIN" bench serve --base-url "$URL" --dataset random --random-input-len 16 --random-output-len 300 \
   --num-prompts 5000 --max-concurrency 5000 --request-timeout 600 --output-json "$OUT/streams.json" | tee "$OUT/streams.txt"
 sleep 1
-echo "peak tessera:num_requests_running during the run: $(cat "$OUT/peak_running" 2> /dev/null || echo 0)"
+echo "peak vllm:num_requests_running during the run: $(cat "$OUT/peak_running" 2> /dev/null || echo 0)"
 echo "server RSS: $(server_rss_mib) MiB"
 kill "$SAMPLER" 2> /dev/null || true
 stop_server

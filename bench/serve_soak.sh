@@ -25,7 +25,7 @@ SAMPLER=$!
 sleep 2
 echo "== after the soak, idle"
 for m in num_requests_running num_requests_waiting kv_cache_usage_perc num_preemptions_total; do
-  echo "tessera:$m $(metric tessera:$m)"
+  echo "vllm:$m $(metric vllm:$m)"
 done
 kill "$SAMPLER" 2> /dev/null || true
 echo "== RSS (MiB) every 10 s"

@@ -252,7 +252,7 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
             th.join(900)
         in_flight.clear()
         if server.alive():
-            sf.wait_for(lambda: sf.metric_value(server.metrics_text(), "tessera:num_requests_running") == 0, 60)
+            sf.wait_for(lambda: sf.metric_value(server.metrics_text(), "vllm:num_requests_running") == 0, 60)
         time.sleep(12)  # the workers hand freed heap pages back every 5 s
 
     # RSS is compared idle to idle. The warm-up runs the same mix first: what the first
@@ -274,8 +274,8 @@ def run_soak(server: sf.Server, minutes: float, clients: int) -> None:
     if alive:
         time.sleep(1)
         text = server.metrics_text()
-        idle = {k: sf.metric_value(text, k) for k in ("tessera:num_requests_running", "tessera:num_requests_waiting",
-                                                       "tessera:kv_cache_usage_perc")}
+        idle = {k: sf.metric_value(text, k) for k in ("vllm:num_requests_running", "vllm:num_requests_waiting",
+                                                       "vllm:kv_cache_usage_perc")}
     rss_end = server.rss_mib() if alive else float("nan")
     print(f"soak: {minutes:g} min, {clients} normal streaming clients (greedy, {max_tokens} tokens, 10% hang up), "
           f"one hostile request per second")

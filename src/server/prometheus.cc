@@ -36,35 +36,38 @@ std::string number(double v) {
   return buf;
 }
 
+// Families vLLM exports keep vLLM's names ("vllm:..."), so its dashboards and autoscalers
+// read them unchanged; Tessera's own carry "tessera:". Every sample has vLLM's labels.
 class Writer {
  public:
-  explicit Writer(const std::string& model) : labels_("model_name=\"" + escape_label(model) + "\"") {}
+  explicit Writer(const std::string& model)
+      : labels_("model_name=\"" + escape_label(model) + "\",engine=\"0\"") {}
 
-  void header(const char* name, const char* type, const char* help) {
-    out_ += std::string("# HELP tessera:") + name + " " + help + "\n# TYPE tessera:" + name + " " + type + "\n";
+  void header(const std::string& name, const char* type, const char* help) {
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   }
   void sample(const std::string& name, double v, const std::string& extra = "") {
-    out_ += "tessera:" + name + "{" + labels_ + extra + "} " + number(v) + "\n";
+    out_ += name + "{" + labels_ + extra + "} " + number(v) + "\n";
   }
-  void gauge(const char* name, double v, const char* help) {
+  void gauge(const std::string& name, double v, const char* help) {
     header(name, "gauge", help);
     sample(name, v);
   }
   // Counters are exposed as NAME_total, as Prometheus clients name them.
-  void counter(const char* name, double v, const char* help) {
+  void counter(const std::string& name, double v, const char* help) {
     header(name, "counter", help);
-    sample(std::string(name) + "_total", v);
+    sample(name + "_total", v);
   }
-  void histogram(const char* name, const Histogram& h, const char* help) {
+  void histogram(const std::string& name, const Histogram& h, const char* help) {
     header(name, "histogram", help);
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h.bounds().size(); ++i) {
       cumulative += h.counts()[i];
-      sample(std::string(name) + "_bucket", static_cast<double>(cumulative), ",le=\"" + number(h.bounds()[i]) + "\"");
+      sample(name + "_bucket", static_cast<double>(cumulative), ",le=\"" + number(h.bounds()[i]) + "\"");
     }
-    sample(std::string(name) + "_bucket", static_cast<double>(h.count()), ",le=\"+Inf\"");
-    sample(std::string(name) + "_sum", h.sum());
-    sample(std::string(name) + "_count", static_cast<double>(h.count()));
+    sample(name + "_bucket", static_cast<double>(h.count()), ",le=\"+Inf\"");
+    sample(name + "_sum", h.sum());
+    sample(name + "_count", static_cast<double>(h.count()));
   }
   std::string& out() { return out_; }
   const std::string& labels() const { return labels_; }
@@ -78,26 +81,30 @@ class Writer {
 
 std::string render_prometheus(const EngineMetrics& m, const std::string& model_name) {
   Writer w(model_name);
-  w.gauge("num_requests_running", static_cast<double>(m.num_requests_running), "Requests in the running batch.");
-  w.gauge("num_requests_waiting", static_cast<double>(m.num_requests_waiting), "Requests waiting to be scheduled.");
-  w.gauge("kv_cache_usage_perc", m.kv_cache_usage, "Fraction of KV-cache blocks in use (0 to 1).");
-  w.counter("prefix_cache_queries", static_cast<double>(m.prefix_cache_queries), "Prompt tokens looked up in the prefix cache.");
-  w.counter("prefix_cache_hits", static_cast<double>(m.prefix_cache_hits), "Prompt tokens found in the prefix cache.");
-  w.counter("num_preemptions", static_cast<double>(m.num_preemptions), "Requests preempted for lack of KV-cache blocks.");
-  w.counter("kv_offload_stores", static_cast<double>(m.kv_offload_stores), "KV blocks copied to host memory on eviction.");
-  w.counter("kv_offload_loads", static_cast<double>(m.kv_offload_loads), "KV blocks loaded back from host memory.");
-  w.counter("prompt_tokens", static_cast<double>(m.prompt_tokens), "Prompt tokens of admitted requests.");
-  w.counter("generation_tokens", static_cast<double>(m.generation_tokens), "Generated tokens.");
-  w.header("request_success", "counter", "Finished completions by finish reason.");
+  w.gauge("vllm:num_requests_running", static_cast<double>(m.num_requests_running), "Requests in the running batch.");
+  w.gauge("vllm:num_requests_waiting", static_cast<double>(m.num_requests_waiting), "Requests waiting to be scheduled.");
+  w.gauge("vllm:kv_cache_usage_perc", m.kv_cache_usage, "Fraction of KV-cache blocks in use (0 to 1).");
+  w.counter("vllm:prefix_cache_queries", static_cast<double>(m.prefix_cache_queries),
+            "Prompt tokens looked up in the prefix cache.");
+  w.counter("vllm:prefix_cache_hits", static_cast<double>(m.prefix_cache_hits), "Prompt tokens found in the prefix cache.");
+  w.counter("vllm:num_preemptions", static_cast<double>(m.num_preemptions),
+            "Requests preempted for lack of KV-cache blocks.");
+  w.counter("tessera:kv_offload_stores", static_cast<double>(m.kv_offload_stores),
+            "KV blocks copied to host memory on eviction.");
+  w.counter("tessera:kv_offload_loads", static_cast<double>(m.kv_offload_loads), "KV blocks loaded back from host memory.");
+  w.counter("vllm:prompt_tokens", static_cast<double>(m.prompt_tokens), "Prompt tokens of admitted requests.");
+  w.counter("vllm:generation_tokens", static_cast<double>(m.generation_tokens), "Generated tokens.");
+  w.header("vllm:request_success", "counter", "Finished completions by finish reason.");
   const char* reasons[] = {"stop", "length", "abort"};
   for (size_t i = 0; i < 3; ++i) {
-    w.sample("request_success_total", static_cast<double>(m.request_success[i]),
+    w.sample("vllm:request_success_total", static_cast<double>(m.request_success[i]),
              std::string(",finished_reason=\"") + reasons[i] + "\"");
   }
-  w.histogram("time_to_first_token_seconds", m.time_to_first_token, "Time from arrival to the first token.");
-  w.histogram("inter_token_latency_seconds", m.inter_token_latency, "Time between successive tokens of a completion.");
-  w.histogram("e2e_request_latency_seconds", m.e2e_request_latency, "Time from arrival to the end of a request.");
-  w.histogram("request_queue_time_seconds", m.request_queue_time, "Time from arrival to the first schedule.");
+  w.histogram("vllm:time_to_first_token_seconds", m.time_to_first_token, "Time from arrival to the first token.");
+  w.histogram("vllm:inter_token_latency_seconds", m.inter_token_latency,
+              "Time between successive tokens of a completion.");
+  w.histogram("vllm:e2e_request_latency_seconds", m.e2e_request_latency, "Time from arrival to the end of a request.");
+  w.histogram("vllm:request_queue_time_seconds", m.request_queue_time, "Time from arrival to the first schedule.");
   return std::move(w.out());
 }
 

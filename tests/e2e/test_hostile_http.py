@@ -278,13 +278,13 @@ class HostileHttpTest(unittest.TestCase):
 
     # -- ...and a client that closed still has its request aborted ----------------------------
     def _abort_count(self):
-        return sf.metric_value(SERVER.metrics_text(), "tessera:request_success_total", finished_reason="abort") or 0
+        return sf.metric_value(SERVER.metrics_text(), "vllm:request_success_total", finished_reason="abort") or 0
 
     def _running_drops_to_zero(self, timeout=15.0):
         def idle():
             t = SERVER.metrics_text()
-            return (sf.metric_value(t, "tessera:num_requests_running") == 0
-                    and sf.metric_value(t, "tessera:num_requests_waiting") == 0)
+            return (sf.metric_value(t, "vllm:num_requests_running") == 0
+                    and sf.metric_value(t, "vllm:num_requests_waiting") == 0)
         return sf.wait_for(idle, timeout, 0.2)
 
     def test_full_close_aborts(self):
@@ -296,7 +296,7 @@ class HostileHttpTest(unittest.TestCase):
                 c = RawConn()
                 c.send(post_head(extra=b"Content-Length: %d\r\n" % len(body)) + body)
                 started = sf.wait_for(lambda: (sf.metric_value(SERVER.metrics_text(),
-                                                               "tessera:num_requests_running") or 0) >= 1, 30)
+                                                               "vllm:num_requests_running") or 0) >= 1, 30)
                 self.assertTrue(started, "the request never started running")
                 if linger:
                     c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -435,8 +435,8 @@ class HostileHttpTest(unittest.TestCase):
     def test_zz_server_idle(self):
         self.health_ok()
         ok = sf.wait_for(lambda: all(sf.metric_value(SERVER.metrics_text(), k) == 0 for k in
-                                     ("tessera:num_requests_running", "tessera:num_requests_waiting",
-                                      "tessera:kv_cache_usage_perc")), 15.0, 0.2)
+                                     ("vllm:num_requests_running", "vllm:num_requests_waiting",
+                                      "vllm:kv_cache_usage_perc")), 15.0, 0.2)
         self.assertTrue(ok, "requests or KV cache still in use")
 
 

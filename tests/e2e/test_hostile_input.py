@@ -627,12 +627,12 @@ class HostileInputTest(unittest.TestCase):
     def _running_drops_to_zero(self, timeout=15.0):
         def idle():
             t = SERVER.metrics_text()
-            return (sf.metric_value(t, "tessera:num_requests_running") == 0
-                    and sf.metric_value(t, "tessera:num_requests_waiting") == 0)
+            return (sf.metric_value(t, "vllm:num_requests_running") == 0
+                    and sf.metric_value(t, "vllm:num_requests_waiting") == 0)
         return sf.wait_for(idle, timeout, 0.2)
 
     def _abort_count(self):
-        return sf.metric_value(SERVER.metrics_text(), "tessera:request_success_total",
+        return sf.metric_value(SERVER.metrics_text(), "vllm:request_success_total",
                                finished_reason="abort") or 0
 
     def test_streaming_client_disconnects(self):
@@ -653,7 +653,7 @@ class HostileInputTest(unittest.TestCase):
                 self.assertIn(b" 200 ", head.split(b"\r\n")[0])
                 while b"data: " not in c.buf:  # at least one event
                     c._fill(deadline)
-            running = sf.metric_value(SERVER.metrics_text(), "tessera:num_requests_running")
+            running = sf.metric_value(SERVER.metrics_text(), "vllm:num_requests_running")
             self.assertGreaterEqual(running, 1)
             for c in conns:
                 c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -675,7 +675,7 @@ class HostileInputTest(unittest.TestCase):
             c.send(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                    b"Content-Length: %d\r\n\r\n" % len(body) + body)
             started = sf.wait_for(lambda: (sf.metric_value(SERVER.metrics_text(),
-                                                            "tessera:num_requests_running") or 0) >= 1, 30)
+                                                            "vllm:num_requests_running") or 0) >= 1, 30)
             self.assertTrue(started, "the request never started running")
             c.close()
             self.assertTrue(self._running_drops_to_zero(),
@@ -704,16 +704,16 @@ class HostileInputTest(unittest.TestCase):
 
         def idle():
             t = SERVER.metrics_text()
-            vals = {k: sf.metric_value(t, k) for k in ("tessera:num_requests_running",
-                                                       "tessera:num_requests_waiting",
-                                                       "tessera:kv_cache_usage_perc")}
+            vals = {k: sf.metric_value(t, k) for k in ("vllm:num_requests_running",
+                                                       "vllm:num_requests_waiting",
+                                                       "vllm:kv_cache_usage_perc")}
             return vals if all(v == 0 for v in vals.values()) else None
         ok = sf.wait_for(idle, 10.0, 0.2)
         t = SERVER.metrics_text()
         self.assertTrue(ok, "not idle: " + ", ".join(
-            f"{k}={sf.metric_value(t, k)}" for k in ("tessera:num_requests_running",
-                                                     "tessera:num_requests_waiting",
-                                                     "tessera:kv_cache_usage_perc")))
+            f"{k}={sf.metric_value(t, k)}" for k in ("vllm:num_requests_running",
+                                                     "vllm:num_requests_waiting",
+                                                     "vllm:kv_cache_usage_perc")))
         self.assertTrue(SERVER.alive())
 
 

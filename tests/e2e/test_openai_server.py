@@ -671,42 +671,44 @@ class EndpointsTest(unittest.TestCase):
     def test_metrics(self):
         text = SERVER.metrics_text()
         names = sf.metric_names(text)
-        for g in ("tessera:num_requests_running", "tessera:num_requests_waiting",
-                  "tessera:kv_cache_usage_perc", "tessera:prefix_cache_queries_total",
-                  "tessera:prefix_cache_hits_total", "tessera:prompt_tokens_total",
-                  "tessera:generation_tokens_total", "tessera:num_preemptions_total"):
+        for g in ("vllm:num_requests_running", "vllm:num_requests_waiting",
+                  "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total",
+                  "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_total",
+                  "vllm:generation_tokens_total", "vllm:num_preemptions_total"):
             self.assertIn(g, names)
-            self.assertIsNotNone(sf.metric_value(text, g, model_name=NAME), f"{g}{{model_name}}")
-        for h in ("tessera:time_to_first_token_seconds", "tessera:inter_token_latency_seconds",
-                  "tessera:e2e_request_latency_seconds", "tessera:request_queue_time_seconds"):
+            self.assertIsNotNone(sf.metric_value(text, g, model_name=NAME, engine="0"), f"{g}{{model_name, engine}}")
+        # Tessera's own families keep their prefix.
+        self.assertIn("tessera:kv_offload_stores_total", names)
+        for h in ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+                  "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds"):
             for suffix in ("_bucket", "_sum", "_count"):
                 self.assertIn(h + suffix, names)
-        usage = sf.metric_value(text, "tessera:kv_cache_usage_perc", model_name=NAME)
+        usage = sf.metric_value(text, "vllm:kv_cache_usage_perc", model_name=NAME)
         self.assertTrue(0.0 <= usage <= 1.0, usage)
 
     def test_metrics_counters_increase(self):
         before = SERVER.metrics_text()
-        p0 = sf.metric_value(before, "tessera:prompt_tokens_total") or 0.0
-        g0 = sf.metric_value(before, "tessera:generation_tokens_total") or 0.0
-        s0 = sf.metric_value(before, "tessera:request_success_total", finished_reason="length") or 0
-        e0 = sf.metric_value(before, "tessera:e2e_request_latency_seconds_count") or 0
+        p0 = sf.metric_value(before, "vllm:prompt_tokens_total") or 0.0
+        g0 = sf.metric_value(before, "vllm:generation_tokens_total") or 0.0
+        s0 = sf.metric_value(before, "vllm:request_success_total", finished_reason="length") or 0
+        e0 = sf.metric_value(before, "vllm:e2e_request_latency_seconds_count") or 0
         resp = CLIENT.completions.create(model=NAME, prompt="Counting tokens: one two", max_tokens=5,
                                          temperature=1, seed=4, extra_body={"ignore_eos": True})
         self.assertEqual(resp.choices[0].finish_reason, "length")
 
         def done():
             t = SERVER.metrics_text()
-            return t if (sf.metric_value(t, "tessera:request_success_total",
+            return t if (sf.metric_value(t, "vllm:request_success_total",
                                          finished_reason="length") or 0) >= s0 + 1 else None
         after = sf.wait_for(done, 5.0) or SERVER.metrics_text()
-        self.assertEqual(sf.metric_value(after, "tessera:prompt_tokens_total") - p0,
+        self.assertEqual(sf.metric_value(after, "vllm:prompt_tokens_total") - p0,
                          resp.usage.prompt_tokens)
-        self.assertEqual(sf.metric_value(after, "tessera:generation_tokens_total") - g0,
+        self.assertEqual(sf.metric_value(after, "vllm:generation_tokens_total") - g0,
                          resp.usage.completion_tokens)
-        self.assertEqual(sf.metric_value(after, "tessera:request_success_total",
+        self.assertEqual(sf.metric_value(after, "vllm:request_success_total",
                                          finished_reason="length") - s0, 1)
-        self.assertEqual(sf.metric_value(after, "tessera:e2e_request_latency_seconds_count") - e0, 1)
-        self.assertEqual(sf.metric_value(after, "tessera:num_requests_running"), 0)
+        self.assertEqual(sf.metric_value(after, "vllm:e2e_request_latency_seconds_count") - e0, 1)
+        self.assertEqual(sf.metric_value(after, "vllm:num_requests_running"), 0)
 
 
     def test_prefix_cache_counters(self):
@@ -716,14 +718,14 @@ class EndpointsTest(unittest.TestCase):
         n = tokenize(prompt)["count"]
         self.assertGreaterEqual(n, 64)
         before = SERVER.metrics_text()
-        q0 = sf.metric_value(before, "tessera:prefix_cache_queries_total")
-        h0 = sf.metric_value(before, "tessera:prefix_cache_hits_total")
+        q0 = sf.metric_value(before, "vllm:prefix_cache_queries_total")
+        h0 = sf.metric_value(before, "vllm:prefix_cache_hits_total")
         for _ in range(2):
             CLIENT.completions.create(model=NAME, prompt=prompt, max_tokens=1, temperature=0)
         after = sf.wait_for(lambda: (lambda t: t if sf.metric_value(
-            t, "tessera:prefix_cache_queries_total") >= q0 + 2 * n - 1 else None)(SERVER.metrics_text()), 5)
+            t, "vllm:prefix_cache_queries_total") >= q0 + 2 * n - 1 else None)(SERVER.metrics_text()), 5)
         self.assertTrue(after, "prefix_cache_queries_total did not grow by the prompt tokens")
-        hits = sf.metric_value(after, "tessera:prefix_cache_hits_total") - h0
+        hits = sf.metric_value(after, "vllm:prefix_cache_hits_total") - h0
         self.assertGreaterEqual(hits, 32, "the repeated prompt found no cached block")
         self.assertLess(hits, n)
 

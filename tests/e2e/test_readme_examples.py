@@ -57,7 +57,7 @@ def start_server():
 
 def check_output(command, out):
     if "/metrics" in command:
-        assert "tessera:generation_tokens_total" in out, out[:500]
+        assert "vllm:generation_tokens_total" in out, out[:500]
     elif '"stream": true' in command:
         events = [l[len("data: "):] for l in out.splitlines() if l.startswith("data: ")]
         assert events and events[-1] == "[DONE]", out[-500:]

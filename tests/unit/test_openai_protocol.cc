@@ -229,16 +229,16 @@ TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
   m.time_to_first_token.observe(5000.0);
   const std::string text = render_prometheus(m, "my \"model\"");
   auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
-  EXPECT_TRUE(has(R"(tessera:num_requests_running{model_name="my \"model\""} 3)")) << text;
-  EXPECT_TRUE(has(R"(tessera:kv_cache_usage_perc{model_name="my \"model\""} 0.25)"));
-  EXPECT_TRUE(has(R"(tessera:prompt_tokens_total{model_name="my \"model\""} 10)"));
-  EXPECT_TRUE(has(R"(tessera:request_success_total{model_name="my \"model\"",finished_reason="abort"} 3)"));
-  EXPECT_TRUE(has("# TYPE tessera:time_to_first_token_seconds histogram"));
-  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="0.001"} 0)"));
-  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="0.005"} 2)"));
-  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="2560"} 2)"));
-  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_bucket{model_name="my \"model\"",le="+Inf"} 3)"));
-  EXPECT_TRUE(has(R"(tessera:time_to_first_token_seconds_count{model_name="my \"model\""} 3)"));
+  EXPECT_TRUE(has(R"(vllm:num_requests_running{model_name="my \"model\"",engine="0"} 3)")) << text;
+  EXPECT_TRUE(has(R"(vllm:kv_cache_usage_perc{model_name="my \"model\"",engine="0"} 0.25)"));
+  EXPECT_TRUE(has(R"(vllm:prompt_tokens_total{model_name="my \"model\"",engine="0"} 10)"));
+  EXPECT_TRUE(has(R"(vllm:request_success_total{model_name="my \"model\"",engine="0",finished_reason="abort"} 3)"));
+  EXPECT_TRUE(has("# TYPE vllm:time_to_first_token_seconds histogram"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="0.001"} 0)"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="0.005"} 2)"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="2560"} 2)"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="+Inf"} 3)"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_count{model_name="my \"model\"",engine="0"} 3)"));
 }
 
 }  // namespace
