@@ -52,7 +52,32 @@ struct EngineMetrics {
                                  5.0, 7.5, 10.0, 20.0, 40.0, 80.0}};
   Histogram e2e_request_latency{kRequestBuckets()};
   Histogram request_queue_time{kRequestBuckets()};
+  // Per finished completion: first schedule to first token, first token to the end, both.
+  Histogram request_prefill_time{kRequestBuckets()};
+  Histogram request_decode_time{kRequestBuckets()};
+  Histogram request_inference_time{kRequestBuckets()};
+  // Sizes, in tokens (1-2-5 steps up to the context, as vLLM's), and n.
+  Histogram request_prompt_tokens{{}};      // per admitted request
+  Histogram request_generation_tokens{{}};  // per finished completion
+  Histogram request_params_max_tokens{{}};  // per admitted request
+  Histogram request_params_n{{1, 2, 5, 10, 20}};
 
+  // Metrics whose token buckets run up to max_model_len.
+  explicit EngineMetrics(int64_t max_model_len = 0)
+      : request_prompt_tokens(one_two_five(max_model_len)),
+        request_generation_tokens(one_two_five(max_model_len)),
+        request_params_max_tokens(one_two_five(max_model_len)) {}
+
+  // 1, 2, 5, 10, 20, 50, ... up to at most limit.
+  static std::vector<double> one_two_five(int64_t limit) {
+    std::vector<double> b;
+    for (double decade = 1; decade <= static_cast<double>(limit); decade *= 10) {
+      for (double m : {1.0, 2.0, 5.0}) {
+        if (m * decade <= static_cast<double>(limit)) b.push_back(m * decade);
+      }
+    }
+    return b;
+  }
   static std::vector<double> kRequestBuckets() {
     return {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
             30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};

@@ -30,6 +30,7 @@ struct EngineFrontend::Parent {
   std::vector<RequestId> ids;             // per child
   std::vector<CompletionTracker> trackers;  // per child
   std::vector<double> last_token_time;    // per child, 0 before its first token
+  std::vector<double> child_first_token_time;  // per child, 0 before its first token
   std::vector<bool> done;                 // per child
   size_t open = 0;
   size_t num_seqs = 1;  // the request's n, as counted in num_unfinished_seqs_
@@ -42,7 +43,8 @@ struct EngineFrontend::Parent {
 };
 
 EngineFrontend::EngineFrontend(EngineCoreBase& core, const tokenizer::Tokenizer* tok)
-    : core_(core), tok_(tok), max_model_len_(core.max_model_len()), vocab_size_(core.vocab_size()) {}
+    : core_(core), tok_(tok), max_model_len_(core.max_model_len()), vocab_size_(core.vocab_size()),
+      metrics_(core.max_model_len()) {}
 
 EngineFrontend::~EngineFrontend() = default;
 
@@ -124,6 +126,7 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
     a->ids.push_back(id);
     a->trackers.emplace_back(tok_, p, a->prompt, c);
     a->last_token_time.push_back(0.0);
+    a->child_first_token_time.push_back(0.0);
     a->done.push_back(false);
   }
   if (!status.ok()) {
@@ -143,6 +146,9 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
   {
     std::lock_guard lock(metrics_mu_);
     metrics_.prompt_tokens += static_cast<int64_t>(g.prompt_token_ids.size());
+    metrics_.request_prompt_tokens.observe(static_cast<double>(g.prompt_token_ids.size()));
+    metrics_.request_params_max_tokens.observe(static_cast<double>(g.params.max_tokens));
+    metrics_.request_params_n.observe(static_cast<double>(g.params.n));
   }
   parents_.emplace(stream->id(), std::move(a));
 }
@@ -203,6 +209,13 @@ void EngineFrontend::finish_child(Parent& a, size_t c, RequestStatus status, Com
     // The gauges move with the counter: a scrape that sees the request done sees it gone.
     metrics_.num_requests_running = static_cast<int64_t>(s.num_running);
     metrics_.num_requests_waiting = static_cast<int64_t>(s.num_waiting);
+    metrics_.request_generation_tokens.observe(static_cast<double>(a.trackers[c].num_tokens()));
+    const double first_token = a.child_first_token_time[c];
+    if (req && req->first_scheduled_time > 0.0 && first_token > 0.0) {
+      metrics_.request_prefill_time.observe(first_token - req->first_scheduled_time);
+      metrics_.request_decode_time.observe(t - first_token);
+      metrics_.request_inference_time.observe(t - req->first_scheduled_time);
+    }
     if (c == 0) {
       metrics_.e2e_request_latency.observe(t - a.arrival_time);
       if (req && req->first_scheduled_time > 0.0) {
@@ -257,6 +270,7 @@ void EngineFrontend::process(const std::vector<EngineStepOutput>& outputs) {
         ttfts.push_back(t - a->arrival_time);
       }
       if (a->last_token_time[c] > 0.0) itls.push_back(t - a->last_token_time[c]);
+      if (a->child_first_token_time[c] == 0.0) a->child_first_token_time[c] = t;
       a->last_token_time[c] = t;
       if (a->trackers[c].add(o, &d) && !is_finished(status)) {
         core_.stop_request(o.id);

@@ -105,6 +105,16 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
               "Time between successive tokens of a completion.");
   w.histogram("vllm:e2e_request_latency_seconds", m.e2e_request_latency, "Time from arrival to the end of a request.");
   w.histogram("vllm:request_queue_time_seconds", m.request_queue_time, "Time from arrival to the first schedule.");
+  w.histogram("vllm:request_prefill_time_seconds", m.request_prefill_time,
+              "Time from a completion's first schedule to its first token.");
+  w.histogram("vllm:request_decode_time_seconds", m.request_decode_time,
+              "Time from a completion's first token to its end.");
+  w.histogram("vllm:request_inference_time_seconds", m.request_inference_time,
+              "Time from a completion's first schedule to its end.");
+  w.histogram("vllm:request_prompt_tokens", m.request_prompt_tokens, "Prompt tokens per request.");
+  w.histogram("vllm:request_generation_tokens", m.request_generation_tokens, "Generated tokens per completion.");
+  w.histogram("vllm:request_params_max_tokens", m.request_params_max_tokens, "max_tokens per request.");
+  w.histogram("vllm:request_params_n", m.request_params_n, "n per request.");
   return std::move(w.out());
 }
 

@@ -692,6 +692,11 @@ class EndpointsTest(unittest.TestCase):
         g0 = sf.metric_value(before, "vllm:generation_tokens_total") or 0.0
         s0 = sf.metric_value(before, "vllm:request_success_total", finished_reason="length") or 0
         e0 = sf.metric_value(before, "vllm:e2e_request_latency_seconds_count") or 0
+        sizes = ("vllm:request_prompt_tokens_sum", "vllm:request_generation_tokens_sum",
+                 "vllm:request_params_max_tokens_sum", "vllm:request_params_n_sum")
+        times = ("vllm:request_prefill_time_seconds_count", "vllm:request_decode_time_seconds_count",
+                 "vllm:request_inference_time_seconds_count")
+        v0 = {k: sf.metric_value(before, k) or 0 for k in sizes + times}
         resp = CLIENT.completions.create(model=NAME, prompt="Counting tokens: one two", max_tokens=5,
                                          temperature=1, seed=4, extra_body={"ignore_eos": True})
         self.assertEqual(resp.choices[0].finish_reason, "length")
@@ -709,6 +714,14 @@ class EndpointsTest(unittest.TestCase):
                                          finished_reason="length") - s0, 1)
         self.assertEqual(sf.metric_value(after, "vllm:e2e_request_latency_seconds_count") - e0, 1)
         self.assertEqual(sf.metric_value(after, "vllm:num_requests_running"), 0)
+        grown = {k: sf.metric_value(after, k) - v0[k] for k in sizes + times}
+        self.assertEqual(grown, {"vllm:request_prompt_tokens_sum": resp.usage.prompt_tokens,
+                                 "vllm:request_generation_tokens_sum": 5, "vllm:request_params_max_tokens_sum": 5,
+                                 "vllm:request_params_n_sum": 1, **{k: 1 for k in times}})
+        # Token buckets step 1-2-5 up to the context.
+        bounds = [lab["le"] for n, lab, _ in sf.parse_metrics(after) if n == "vllm:request_prompt_tokens_bucket"]
+        self.assertEqual(bounds[:4], ["1", "2", "5", "10"])
+        self.assertEqual(bounds[-2:], ["2000", "+Inf"])
 
 
     def test_prefix_cache_counters(self):
