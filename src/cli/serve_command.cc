@@ -52,13 +52,7 @@ struct ServeOptions {
   int threads = 0;
   std::string activation_precision = "precise";
   bool fake_engine = false;
-  bool enable_prompt_tokens_details = false;
-  bool return_tokens_as_token_ids = false;
-  bool enable_request_id_headers = false;
-  bool enable_force_include_usage = false;
-  bool enable_server_load_tracking = false;
-  std::string root_path;
-  int64_t max_logprobs = 20;
+  server::ApiServerConfig api;  // the flags that are the server's as they are
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
   bool trust_request_chat_template = false;
@@ -165,19 +159,12 @@ int run_serve(ServeOptions o) {
   }
 
   AsyncEngine engine(std::move(core), loaded.tokenizer.get());
-  server::ApiServerConfig config;
+  server::ApiServerConfig config = o.api;
   config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
   config.model_path = o.engine.model;
   if (!o.api_key.empty()) config.api_key = o.api_key;
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
-  config.enable_prompt_tokens_details = o.enable_prompt_tokens_details;
-  config.return_tokens_as_token_ids = o.return_tokens_as_token_ids;
-  config.enable_request_id_headers = o.enable_request_id_headers;
-  config.enable_force_include_usage = o.enable_force_include_usage;
-  config.enable_server_load_tracking = o.enable_server_load_tracking;
-  config.root_path = o.root_path;
-  config.max_logprobs = o.max_logprobs;
   while (!config.root_path.empty() && config.root_path.back() == '/') config.root_path.pop_back();
   config.enable_priority = o.scheduling_policy == "priority";
   config.trust_request_chat_template = o.trust_request_chat_template;
@@ -259,20 +246,20 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", o->generation_config,
                   "auto: sampling defaults from the model's generation_config.json; vllm: OpenAI's defaults")
       ->check(CLI::IsMember({"auto", "vllm"}));
-  cmd->add_flag("--enable-force-include-usage", o->enable_force_include_usage,
+  cmd->add_flag("--enable-force-include-usage", o->api.enable_force_include_usage,
                 "End every stream with a usage chunk, asked for or not");
-  cmd->add_flag("--enable-server-load-tracking", o->enable_server_load_tracking,
+  cmd->add_flag("--enable-server-load-tracking", o->api.enable_server_load_tracking,
                 "GET /load answers {\"server_load\": N}, the completion and chat requests in progress");
-  cmd->add_option("--max-logprobs", o->max_logprobs,
+  cmd->add_option("--max-logprobs", o->api.max_logprobs,
                   "The most logprobs (and prompt logprobs) per token a request may ask for (at most 20)")
       ->check(CLI::Range(0, 20));
-  cmd->add_option("--root-path", o->root_path,
+  cmd->add_option("--root-path", o->api.root_path,
                   "The path prefix a proxy serves the API under; requests may carry it or not");
-  cmd->add_flag("--enable-request-id-headers", o->enable_request_id_headers,
+  cmd->add_flag("--enable-request-id-headers", o->api.enable_request_id_headers,
                 "Answer every request with an X-Request-Id header: the client's, or a new id");
-  cmd->add_flag("--return-tokens-as-token-ids", o->return_tokens_as_token_ids,
+  cmd->add_flag("--return-tokens-as-token-ids", o->api.return_tokens_as_token_ids,
                 "Name logprob tokens 'token_id:N' (for tokens that do not decode to text alone)");
-  cmd->add_flag("--enable-prompt-tokens-details", o->enable_prompt_tokens_details,
+  cmd->add_flag("--enable-prompt-tokens-details", o->api.enable_prompt_tokens_details,
                 "Report usage.prompt_tokens_details.cached_tokens (prompt tokens served by the prefix cache)");
   cmd->add_option("--max-request-body-bytes", o->http.max_body_bytes, "Larger bodies get 413");
   cmd->add_option("--request-timeout", o->http.request_timeout, "Seconds for a request to arrive (and per write)")
