@@ -139,7 +139,17 @@ int run_serve(ServeOptions o) {
       return 1;
     }
     loaded = std::move(*l);
-    std::fprintf(stderr, "tessera: %s\n", loaded.core->plan().describe(loaded.core->max_model_len()).c_str());
+    const KvCachePlan& plan = loaded.core->plan();
+    std::fprintf(stderr, "tessera: %s\n", plan.describe(loaded.core->max_model_len()).c_str());
+    // vllm:cache_config_info's labels, under vLLM's names.
+    o.api.cache_config_info = {
+        {"block_size", std::to_string(plan.shape.block_size)},
+        {"cache_dtype", "auto"},
+        {"enable_prefix_caching", o.engine.enable_prefix_caching ? "True" : "False"},
+        {"gpu_memory_utilization", std::to_string(o.engine.gpu_memory_utilization)},
+        {"num_gpu_blocks", std::to_string(plan.shape.num_blocks - 1)},
+        {"num_cpu_blocks", std::to_string(plan.num_host_blocks)},
+    };
     if (!loaded.tokenizer) std::fprintf(stderr, "tessera: no tokenizer (%s): token-id prompts only\n", loaded.tokenizer_error.c_str());
     core = std::move(loaded.core);
   }

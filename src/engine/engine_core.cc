@@ -117,6 +117,7 @@ void EngineCore::launch(bool look_ahead) {
   if (out.empty()) return;
   const double t1 = profile_.enabled ? now_ms() : 0.0;
   runner_->launch(out, [this](RequestId id) { return scheduler_->request(id); });
+  if (step_tokens_.size() < 4096) step_tokens_.push_back(out.total_num_scheduled_tokens);  // bounded if never taken
   if (profile_.enabled) {
     if (profile_.last_end_ms >= 0 && !look_ahead) profile_.between_ms += t0 - profile_.last_end_ms;
     profile_.schedule_ms += t1 - t0;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config/engine_config.h"
@@ -77,6 +78,9 @@ class EngineCoreBase {
   // A finished request, handed back once.
   virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
   virtual EngineStats stats() const = 0;
+  // The tokens each step launched since the last call ran (prompt chunks and decodes), for
+  // the iteration-tokens metric; empty for engines that do not count them.
+  virtual std::vector<int32_t> take_step_tokens() { return {}; }
   virtual int32_t max_model_len() const = 0;
   virtual int64_t vocab_size() const = 0;
 
@@ -109,6 +113,7 @@ class EngineCore : public EngineCoreBase {
   std::unique_ptr<Request> take_finished(RequestId id) override;
   EngineStats stats() const override;
   int32_t max_model_len() const override { return config_.scheduler.max_model_len; }
+  std::vector<int32_t> take_step_tokens() override { return std::exchange(step_tokens_, {}); }
   int64_t vocab_size() const override { return model_config_.vocab_size; }
 
  private:
@@ -124,6 +129,7 @@ class EngineCore : public EngineCoreBase {
   std::mt19937_64 seed_source_;
   // Launched steps, oldest first: one, or two while a look-ahead step runs behind.
   std::deque<SchedulerOutput> in_flight_;
+  std::vector<int32_t> step_tokens_;  // per step launched since the last take_step_tokens
   bool look_ahead_stalled_ = false;  // the last look-ahead ran out of blocks: next step without
   // Schedules and queues a step (look_ahead: behind the one in flight).
   void launch(bool look_ahead);

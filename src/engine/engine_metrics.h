@@ -61,6 +61,8 @@ struct EngineMetrics {
   Histogram request_generation_tokens{{}};  // per finished completion
   Histogram request_params_max_tokens{{}};  // per admitted request
   Histogram request_params_n{{1, 2, 5, 10, 20}};
+  // Tokens per engine step (prompt chunks and decodes), vLLM's bounds.
+  Histogram iteration_tokens{{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}};
 
   // Metrics whose token buckets run up to max_model_len.
   explicit EngineMetrics(int64_t max_model_len = 0)

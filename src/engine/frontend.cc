@@ -90,6 +90,7 @@ void EngineFrontend::step() {
   }
   const EngineStats s = core_.stats();
   std::lock_guard lock(metrics_mu_);
+  for (int32_t tokens : core_.take_step_tokens()) metrics_.iteration_tokens.observe(static_cast<double>(tokens));
   metrics_.num_requests_running = static_cast<int64_t>(s.num_running);
   metrics_.num_requests_waiting = static_cast<int64_t>(s.num_waiting);
   metrics_.kv_cache_usage = s.kv_cache_usage;

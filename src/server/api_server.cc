@@ -150,7 +150,7 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
     co_await respond_json(ex, version);
   } else if (path == "/metrics") {
     co_await ex.respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                        render_prometheus(engine_.metrics(), config_.served_model_name));
+                        render_prometheus(engine_.metrics(), config_.served_model_name, config_.cache_config_info));
   } else {
     throw ApiError(http::status::not_found, "no route " + std::string(path));
   }

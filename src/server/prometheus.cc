@@ -79,8 +79,15 @@ class Writer {
 
 }  // namespace
 
-std::string render_prometheus(const EngineMetrics& m, const std::string& model_name) {
+std::string render_prometheus(const EngineMetrics& m, const std::string& model_name,
+                              const std::vector<std::pair<std::string, std::string>>& cache_config) {
   Writer w(model_name);
+  if (!cache_config.empty()) {  // vLLM's info gauge: the KV cache's configuration in labels, value 1
+    w.header("vllm:cache_config_info", "gauge", "Information of the KV cache's configuration.");
+    std::string labels;
+    for (const auto& [name, value] : cache_config) labels += "," + name + "=\"" + escape_label(value) + "\"";
+    w.sample("vllm:cache_config_info", 1.0, labels);
+  }
   w.gauge("vllm:num_requests_running", static_cast<double>(m.num_requests_running), "Requests in the running batch.");
   w.gauge("vllm:num_requests_waiting", static_cast<double>(m.num_requests_waiting), "Requests waiting to be scheduled.");
   w.gauge("vllm:kv_cache_usage_perc", m.kv_cache_usage, "Fraction of KV-cache blocks in use (0 to 1).");
@@ -115,6 +122,7 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   w.histogram("vllm:request_generation_tokens", m.request_generation_tokens, "Generated tokens per completion.");
   w.histogram("vllm:request_params_max_tokens", m.request_params_max_tokens, "max_tokens per request.");
   w.histogram("vllm:request_params_n", m.request_params_n, "n per request.");
+  w.histogram("vllm:iteration_tokens_total", m.iteration_tokens, "Tokens per engine step.");
   return std::move(w.out());
 }
 

@@ -696,6 +696,7 @@ class EndpointsTest(unittest.TestCase):
                  "vllm:request_params_max_tokens_sum", "vllm:request_params_n_sum")
         times = ("vllm:request_prefill_time_seconds_count", "vllm:request_decode_time_seconds_count",
                  "vllm:request_inference_time_seconds_count")
+        steps0 = sf.metric_value(before, "vllm:iteration_tokens_total_count") or 0
         v0 = {k: sf.metric_value(before, k) or 0 for k in sizes + times}
         resp = CLIENT.completions.create(model=NAME, prompt="Counting tokens: one two", max_tokens=5,
                                          temperature=1, seed=4, extra_body={"ignore_eos": True})
@@ -718,6 +719,13 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual(grown, {"vllm:request_prompt_tokens_sum": resp.usage.prompt_tokens,
                                  "vllm:request_generation_tokens_sum": 5, "vllm:request_params_max_tokens_sum": 5,
                                  "vllm:request_params_n_sum": 1, **{k: 1 for k in times}})
+        # One prefill step and four decode steps of one token each, at least.
+        self.assertGreaterEqual(sf.metric_value(after, "vllm:iteration_tokens_total_count") - steps0, 5)
+        info = [lab for n, lab, v in sf.parse_metrics(after) if n == "vllm:cache_config_info"]
+        self.assertEqual(len(info), 1)
+        self.assertEqual(info[0]["block_size"], "16")
+        self.assertEqual(info[0]["enable_prefix_caching"], "True")
+        self.assertGreater(int(info[0]["num_gpu_blocks"]), 0)
         # Token buckets step 1-2-5 up to the context.
         bounds = [lab["le"] for n, lab, _ in sf.parse_metrics(after) if n == "vllm:request_prompt_tokens_bucket"]
         self.assertEqual(bounds[:4], ["1", "2", "5", "10"])

@@ -239,6 +239,11 @@ TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="2560"} 2)"));
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="+Inf"} 3)"));
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_count{model_name="my \"model\"",engine="0"} 3)"));
+  const std::string with_info = render_prometheus(m, "m", {{"block_size", "16"}, {"cache_dtype", "auto"}});
+  EXPECT_NE(with_info.find("vllm:cache_config_info{model_name=\"m\",engine=\"0\",block_size=\"16\",cache_dtype=\"auto\"} 1\n"),
+            std::string::npos)
+      << with_info;
+  EXPECT_EQ(text.find("cache_config_info"), std::string::npos);  // no labels given: left out
 }
 
 }  // namespace
