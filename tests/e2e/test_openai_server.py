@@ -686,6 +686,23 @@ class EndpointsTest(unittest.TestCase):
         usage = sf.metric_value(text, "vllm:kv_cache_usage_perc", model_name=NAME)
         self.assertTrue(0.0 <= usage <= 1.0, usage)
 
+    def test_metrics_parse_as_prometheus_reads_them(self):
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            self.skipTest("prometheus_client is not installed (make setup)")
+        families = {f.name: f for f in text_string_to_metric_families(SERVER.metrics_text())}
+        # The client names counters without _total and histograms without their suffixes.
+        for name, kind in (("vllm:num_requests_running", "gauge"), ("vllm:generation_tokens", "counter"),
+                           ("vllm:request_success", "counter"), ("vllm:time_to_first_token_seconds", "histogram"),
+                           ("vllm:request_params_n", "histogram"), ("vllm:iteration_tokens_total", "histogram"),
+                           ("vllm:cache_config_info", "gauge"), ("tessera:kv_offload_stores", "counter")):
+            self.assertIn(name, families)
+            self.assertEqual(families[name].type, kind, name)
+            for sample in families[name].samples:
+                self.assertEqual(sample.labels["model_name"], NAME)
+                self.assertEqual(sample.labels["engine"], "0")
+
     def test_metrics_counters_increase(self):
         before = SERVER.metrics_text()
         p0 = sf.metric_value(before, "vllm:prompt_tokens_total") or 0.0
