@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "cli/vllm_serve_flags.h"
+#include "server/tokenizer_info.h"
 #include "engine/async_engine.h"
 #include "engine/engine_setup.h"
 #include "engine/fake_engine_core.h"
@@ -52,6 +53,7 @@ struct ServeOptions {
   int threads = 0;
   std::string activation_precision = "precise";
   bool fake_engine = false;
+  bool enable_tokenizer_info_endpoint = false;
   server::ApiServerConfig api;  // the flags that are the server's as they are
   double fake_step_interval_ms = 0.0;
   std::string scheduling_policy = "fcfs";
@@ -168,6 +170,11 @@ int run_serve(ServeOptions o) {
     }
   }
 
+  if (o.enable_tokenizer_info_endpoint) {
+    const std::string config_path = default_chat_template_source(o.engine);
+    const bool is_config = config_path.size() >= 21 && config_path.ends_with("tokenizer_config.json");
+    o.api.tokenizer_info = server::tokenizer_info(is_config ? config_path : "", loaded.tokenizer.get(), chat_template.get());
+  }
   AsyncEngine engine(std::move(core), loaded.tokenizer.get());
   server::ApiServerConfig config = o.api;
   config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
@@ -265,6 +272,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 20));
   cmd->add_option("--root-path", o->api.root_path,
                   "The path prefix a proxy serves the API under; requests may carry it or not");
+  cmd->add_flag("--enable-tokenizer-info-endpoint", o->enable_tokenizer_info_endpoint,
+                "GET /tokenizer_info: the tokenizer's configuration and chat template");
   cmd->add_flag("--enable-request-id-headers", o->api.enable_request_id_headers,
                 "Answer every request with an X-Request-Id header: the client's, or a new id");
   cmd->add_flag("--return-tokens-as-token-ids", o->api.return_tokens_as_token_ids,

@@ -44,7 +44,6 @@ constexpr Flag kNotBuilt[] = {
     {"--ssl-keyfile", true, "TLS (put a TLS-terminating proxy in front)"},
     {"--ssl-certfile", true, "TLS (put a TLS-terminating proxy in front)"},
     {"--uds", true, "a Unix-socket listener"},
-    {"--enable-tokenizer-info-endpoint", false, "GET /tokenizer_info"},
     {"--api-server-count", true, "several API server processes"},
 };
 

@@ -114,6 +114,11 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
                     constant_time_equal(header.substr(kBearer.size()), *config_.api_key);
     if (!ok) throw ApiError(http::status::unauthorized, "missing or invalid API key (Authorization: Bearer KEY)");
   }
+  if (path == "/tokenizer_info" && config_.tokenizer_info) {
+    if (method != http::verb::get) throw ApiError(http::status::method_not_allowed, "/tokenizer_info takes GET");
+    co_await respond_json(ex, *config_.tokenizer_info);
+    co_return;
+  }
   if (path == "/load" && config_.enable_server_load_tracking) {
     if (method != http::verb::get) throw ApiError(http::status::method_not_allowed, "/load takes GET");
     const Json load = {{"server_load", server_load_.load()}};

@@ -32,6 +32,7 @@ struct ApiServerConfig {
   std::string root_path;                      // a prefix a proxy may leave on every path ("" : none)
   int64_t max_logprobs = 20;                  // --max-logprobs: the most (prompt) logprobs a request may ask for
   std::vector<std::pair<std::string, std::string>> cache_config_info;  // vllm:cache_config_info's labels
+  std::optional<nlohmann::ordered_json> tokenizer_info;  // GET /tokenizer_info's answer; unset: no such route
   bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
   bool enable_priority = false;           // --scheduling-policy priority: requests may set priority
   bool trust_request_chat_template = false;  // --trust-request-chat-template

@@ -36,7 +36,7 @@ client:
 - vLLM's serve flags: `--kv-cache-memory-bytes`, `--max-logprobs` (more gets vLLM's 400),
   flags without meaning here (`--revision`, `--disable-log-requests`, ...) accepted; flags of
   features not built yet (`--enable-lora`, `--tool-call-parser`, ...) stop the start with
-  their name.
+  their name; `--enable-tokenizer-info-endpoint` adds GET /tokenizer_info.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
 
@@ -142,6 +142,16 @@ def tokenize(prompt: str) -> list[int]:
     status, body, raw = SERVER.json_request("POST", "/tokenize", {"model": NAME, "prompt": prompt})
     assert status == 200, (status, raw)
     return body["tokens"]
+
+
+def detokenize_special(server, text: str) -> str:
+    """text tokenized and decoded back with special tokens kept (a special token stays itself)."""
+    status, body, raw = server.json_request("POST", "/tokenize", {"model": NAME, "prompt": text,
+                                                                   "add_special_tokens": False})
+    assert status == 200, (status, raw)
+    status, out, raw = server.json_request("POST", "/detokenize", {"model": NAME, "tokens": body["tokens"]})
+    assert status == 200, (status, raw)
+    return out["prompt"]
 
 
 def detokenize(tokens: list[int]) -> str:
@@ -494,7 +504,8 @@ class DeploymentFlagsTest(unittest.TestCase):
         cls.binary, cls.model = binary, model
         cls.server = sf.Server(binary, model, ["--enable-request-id-headers", "--enable-force-include-usage",
                                                "--enable-server-load-tracking", "--root-path", "/api/",
-                                               "--max-logprobs", "2", "--revision", "main", "--disable-log-requests",
+                                               "--max-logprobs", "2", "--revision", "main",
+                                               "--enable-tokenizer-info-endpoint", "--disable-log-requests",
                                                "--uvicorn-log-level", "warning", "--trust-remote-code"],
                                name="deployment_flags")
 
@@ -574,6 +585,14 @@ class DeploymentFlagsTest(unittest.TestCase):
             self.assertNotEqual(out.returncode, 0, args)
             self.assertIn(named, out.stderr + out.stdout)
             self.assertIn("not support", out.stderr + out.stdout)
+
+    def test_tokenizer_info(self):
+        status, info, raw = self.server.json_request("GET", "/tokenizer_info")
+        self.assertEqual(status, 200, raw)
+        self.assertTrue(info["tokenizer_class"].endswith("Fast"), info)
+        self.assertIn("{%", info["chat_template"])
+        self.assertEqual(info["eos_token"], detokenize_special(self.server, info["eos_token"]))
+        self.assertEqual(SERVER.request("GET", "/tokenizer_info")[0], 404)
 
     def test_root_path(self):
         for path, code in (("/api/v1/models", 200), ("/v1/models", 200), ("/apix/v1/models", 404),
