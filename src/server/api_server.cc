@@ -1,5 +1,7 @@
 #include "server/api_server.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -56,6 +58,26 @@ std::string request_id_of(const HttpRequest& req) {
     if (plausible) return std::string(v);
   }
   return random_id("");
+}
+
+// The ORCA load report a client asks for with endpoint-load-metrics-format (TEXT or JSON,
+// any case), as vLLM attaches it to completion and chat answers: the KV cache's usage and the
+// requests waiting. Empty for another format or none.
+std::string orca_load_report(const HttpRequest& req, const EngineMetrics& m) {
+  auto it = req.find("endpoint-load-metrics-format");
+  if (it == req.end()) return "";
+  std::string format(it->value().data(), it->value().size());
+  for (char& c : format) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const Json usage = m.kv_cache_usage;  // JSON's number formatting for both
+  const std::string waiting = std::to_string(m.num_requests_waiting);
+  if (format == "text") {
+    return "TEXT named_metrics.kv_cache_usage_perc=" + usage.dump() + ", named_metrics.num_requests_waiting=" + waiting;
+  }
+  if (format == "json") {
+    return "JSON " + Json{{"named_metrics", {{"kv_cache_usage_perc", m.kv_cache_usage},
+                                             {"num_requests_waiting", m.num_requests_waiting}}}}.dump();
+  }
+  return "";
 }
 
 // Counts a request in the server's load while it lives.
@@ -136,6 +158,11 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
     // The load vLLM counts: generation requests from arrival to their last byte.
     const bool counted = post != &ApiServer::tokenize && post != &ApiServer::detokenize;
     const LoadCount count(counted ? &server_load_ : nullptr);
+    if (counted) {
+      if (std::string report = orca_load_report(req, engine_.metrics()); !report.empty()) {
+        ex.add_response_header("endpoint-load-metrics", std::move(report));
+      }
+    }
     co_await (this->*post)(ex);
     co_return;
   }

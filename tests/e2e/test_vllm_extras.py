@@ -28,6 +28,8 @@ client:
   `"top_logprobs": "2"`, `"temperature": "0"`) are taken as vLLM takes them.
 - `POST /invocations` (SageMaker's route): a body with messages is a chat request, one with a
   prompt a completion request, the same answers as their own routes; anything else is a 400.
+- ORCA load reports: a completion or chat request with `endpoint-load-metrics-format: TEXT`
+  (or JSON) gets `endpoint-load-metrics` with the KV cache's usage and the waiting requests.
 - `--enable-request-id-headers`: every response (errors and streams too) carries
   X-Request-Id, the client's or a new one; without the flag, none.
 - `--enable-force-include-usage`: a stream ends with its usage chunk unasked;
@@ -494,6 +496,31 @@ class InvocationsTest(unittest.TestCase):
         self.assertIn("Cannot find suitable handler for request", body["error"]["message"])
         status, _, raw = SERVER.json_request("POST", "/invocations", dict(comp, max_tokens=-1))
         self.assertEqual(status, 400, raw)
+
+
+class OrcaLoadReportTest(unittest.TestCase):
+
+    def test_text_and_json(self):
+        body = {"model": NAME, "prompt": "Hi", "max_tokens": 1}
+        status, headers, raw = SERVER.request("POST", "/v1/completions", body,
+                                              {"endpoint-load-metrics-format": "TEXT"})
+        self.assertEqual(status, 200, raw)
+        report = headers["endpoint-load-metrics"]
+        self.assertTrue(report.startswith("TEXT named_metrics.kv_cache_usage_perc="), report)
+        self.assertIn(", named_metrics.num_requests_waiting=", report)
+        status, headers, raw = SERVER.request("POST", "/v1/chat/completions",
+                                              {"model": NAME, "messages": [{"role": "user", "content": "Hi"}],
+                                               "max_tokens": 1}, {"endpoint-load-metrics-format": "json"})
+        self.assertEqual(status, 200, raw)
+        kind, _, payload = headers["endpoint-load-metrics"].partition(" ")
+        self.assertEqual(kind, "JSON")
+        named = json.loads(payload)["named_metrics"]
+        self.assertTrue(0.0 <= named["kv_cache_usage_perc"] <= 1.0)
+        self.assertGreaterEqual(named["num_requests_waiting"], 0)
+        _, headers, _ = SERVER.request("POST", "/v1/completions", body)
+        self.assertNotIn("endpoint-load-metrics", headers)
+        _, headers, _ = SERVER.request("POST", "/v1/completions", body, {"endpoint-load-metrics-format": "xml"})
+        self.assertNotIn("endpoint-load-metrics", headers)
 
 
 class DeploymentFlagsTest(unittest.TestCase):
