@@ -1,5 +1,7 @@
 #include "chat/chat_template.h"
 
+#include "tokenizer/json_fields.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,18 +13,6 @@ namespace {
 
 // Message fields a reasoning trace may arrive under; the first is what templates read.
 constexpr const char* kReasoningFields[] = {"reasoning_content", "thinking", "reasoning"};
-
-// bos_token/eos_token in tokenizer_config.json: a string, an AddedToken object, or null.
-std::optional<std::string> special_token(const nlohmann::json& config, const char* key) {
-  auto it = config.find(key);
-  if (it == config.end()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object()) {
-    auto c = it->find("content");
-    if (c != it->end() && c->is_string()) return c->get<std::string>();
-  }
-  return std::nullopt;
-}
 
 // transformers' _normalize_chat_messages + _alias_reasoning_fields on one message.
 nlohmann::ordered_json normalize_message(const nlohmann::ordered_json& m) {
@@ -88,7 +78,8 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::json& c
   } else {
     return Status::error("chat_template must be a string or a list of {name, template}");
   }
-  return from_string(source, special_token(config, "bos_token"), special_token(config, "eos_token"));
+  return from_string(source, tokenizer::json_fields::config_token(config, "bos_token"),
+                     tokenizer::json_fields::config_token(config, "eos_token"));
 }
 
 Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& gguf) {

@@ -2,15 +2,17 @@
 
 #include <fstream>
 
+#include "tokenizer/json_fields.h"
+
 namespace tessera::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-// transformers' AddedToken ({"content": ..., "lstrip": ...}) as the text it stands for.
+// transformers' AddedToken ({"content": ...}) as the text it stands for; other values as they are.
 Json token_text(const Json& v) {
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"];
-  return v;
+  auto text = tokenizer::json_fields::added_token_text(v);
+  return text ? Json(*text) : v;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tokenizer/hf_json.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/unicode.h"
 
 namespace tessera::tokenizer {
@@ -24,18 +25,6 @@ Result<std::string> read_file(const std::string& path) {
   in.read(data.data(), size);
   if (in.gcount() != size) return Status::error(path + ": short read");
   return data;
-}
-
-// bos_token and friends: a string, {"content": ...}, or null.
-std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
-  auto it = config.find(key);
-  if (it == config.end()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object()) {
-    auto c = it->find("content");
-    if (c != it->end() && c->is_string()) return c->get<std::string>();
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -138,7 +127,7 @@ Status HfTokenizer::load_config(std::string_view config_json) {
   }
   auto resolve = [&](const char* key, std::optional<std::string> fallback, std::string* text,
                      std::optional<TokenId>* id) {
-    std::optional<std::string> name = config_token(config, key);
+    std::optional<std::string> name = json_fields::config_token(config, key);
     if (!name && !config.contains(key)) name = std::move(fallback);
     if (!name) return;
     *id = token_to_id(*name);

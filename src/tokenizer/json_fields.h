@@ -29,6 +29,26 @@ Result<std::string> get_char(const nlohmann::json& j, const char* key,
 Result<std::optional<std::string>> get_opt_string(const nlohmann::json& j, const char* key,
                                                   const char* what);
 
+// A token field of tokenizer_config.json (bos_token, an added_tokens_decoder entry): a string,
+// or transformers' AddedToken object {"content": ...}; nullopt for anything else.
+template <typename Json>
+std::optional<std::string> added_token_text(const Json& v) {
+  if (v.is_string()) return v.template get<std::string>();
+  if (v.is_object()) {
+    auto c = v.find("content");
+    if (c != v.end() && c->is_string()) return c->template get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// config[key] read by added_token_text; nullopt when absent.
+template <typename Json>
+std::optional<std::string> config_token(const Json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end()) return std::nullopt;
+  return added_token_text(*it);
+}
+
 // HF's pattern object: {"String": "..."} or {"Regex": "..."}.
 Result<Pattern> get_pattern(const nlohmann::json& j, const char* key, const char* what);
 
