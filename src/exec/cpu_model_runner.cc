@@ -4,29 +4,9 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "exec/step_planner.h"
 
 namespace tessera {
-
-void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base, std::vector<int32_t>* logits_indices,
-                      LogitsRows* lr) {
-  const int32_t start = s.num_computed_tokens;
-  const int32_t n = s.num_scheduled_tokens;
-  // Prompt logprobs: the token at position p is predicted by the logits at p - 1.
-  if (r.params.prompt_logprobs >= 0) {
-    const int32_t first = start;
-    const int32_t last = std::min(start + n, r.num_prompt_tokens() - 1);  // exclusive
-    if (last > first) {
-      lr->first_prompt_row = static_cast<int32_t>(logits_indices->size());
-      lr->num_prompt_rows = last - first;
-      lr->prompt_position = first + 1;
-      for (int32_t p = first; p < last; ++p) logits_indices->push_back(base + (p - start));
-    }
-  }
-  if (s.samples) {
-    lr->sample_row = static_cast<int32_t>(logits_indices->size());
-    logits_indices->push_back(base + n - 1);
-  }
-}
 
 void release_logits_above(std::vector<float>* rows, int64_t vocab, int64_t keep_rows) {
   if (rows->capacity() > static_cast<size_t>(std::max<int64_t>(keep_rows, 1) * vocab)) std::vector<float>().swap(*rows);
@@ -65,24 +45,29 @@ void CpuModelRunner::launch(const SchedulerOutput& out, const RequestLookup& loo
   TESSERA_CHECK_MSG(host_tier_ != nullptr || out.kv_copies.empty(), "KV offload copies without a host tier");
   for (const KvBlockCopy& c : out.kv_copies.stores) copy_block(cache_, c.device_block, *host_tier_, c.host_block);
   for (const KvBlockCopy& c : out.kv_copies.loads) copy_block(*host_tier_, c.host_block, cache_, c.device_block);
-  batch_ = ForwardBatch();
   step_ids_.clear();
-  step_rows_.assign(out.requests.size(), LogitsRows{});
-  const int64_t block_size = cache_.shape().block_size;
-  std::vector<int32_t> table;
-  for (size_t i = 0; i < out.requests.size(); ++i) {
-    const ScheduledRequest& s = out.requests[i];
-    const Request* r = lookup(s.id);
-    TESSERA_CHECK(r != nullptr);
-    table.assign(s.block_ids.begin(), s.block_ids.end());
-    const int32_t start = s.num_computed_tokens;
-    const int32_t n = s.num_scheduled_tokens;
-    TESSERA_CHECK(start + n <= r->num_tokens());
-    const int32_t base = static_cast<int32_t>(batch_.num_tokens());
-    batch_.add_sequence(r->all_token_ids.data() + start, n, start, table, block_size, /*wants_logits=*/false);
-    plan_logits_rows(*r, s, base, &batch_.logits_indices, &step_rows_[i]);
-    step_ids_.push_back(s.id);
-  }
+  for (const ScheduledRequest& s : out.requests) step_ids_.push_back(s.id);
+  const StepSizes sizes = step_sizes(out);
+  const size_t num_seqs = out.requests.size();
+  ForwardBatch& b = batch_;
+  b.token_ids.resize(sizes.num_tokens);
+  b.positions.resize(sizes.num_tokens);
+  b.slot_mapping.resize(sizes.num_tokens);
+  b.query_start_loc.resize(num_seqs + 1);
+  b.seq_lens.resize(num_seqs);
+  b.block_table_indptr.resize(num_seqs + 1);
+  b.block_table_ids.resize(sizes.num_block_ids);
+  plan_step(out, lookup, cache_.shape().block_size,
+            StepInputArrays{.token_ids = b.token_ids.data(),
+                            .positions = b.positions.data(),
+                            .slot_mapping = b.slot_mapping.data(),
+                            .block_table_indptr = b.block_table_indptr.data(),
+                            .block_table_ids = b.block_table_ids.data(),
+                            .query_start_loc = b.query_start_loc.data(),
+                            .seq_lens = b.seq_lens.data()},
+            &plan_);
+  TESSERA_CHECK_MSG(plan_.pending.empty(), "the CPU runner has no step in flight to take pending inputs from");
+  b.logits_indices = plan_.logits_indices;
   logits_.resize(batch_.logits_indices.size() * static_cast<size_t>(vocab_size_));
   if (batch_.num_tokens() > 0) model_.forward(batch_, cache_, logits_.data());
 }
@@ -92,7 +77,7 @@ void CpuModelRunner::collect(const RequestLookup& lookup, std::vector<RequestSte
   for (size_t i = 0; i < step_ids_.size(); ++i) {
     const Request* r = lookup(step_ids_[i]);
     if (r == nullptr || r->status != RequestStatus::kRunning) continue;  // finished while the step ran
-    sampler_.finish(*r, step_rows_[i], logits_.data(), &(*outputs)[i]);
+    sampler_.finish(*r, plan_.rows[i], logits_.data(), &(*outputs)[i]);
   }
   // A long prefill's prompt-logprob rows are hundreds of MB: not kept for the next step.
   release_logits_above(&logits_, vocab_size_, max_num_seqs_);

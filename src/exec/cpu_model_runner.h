@@ -10,6 +10,7 @@
 #include "backend/forward_batch.h"
 #include "exec/host_sampler.h"
 #include "exec/model_runner.h"
+#include "exec/step_planner.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -34,8 +35,8 @@ class CpuModelRunner : public ModelRunner {
   HostSampler sampler_;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [rows, vocab_size]
-  std::vector<RequestId> step_ids_;   // the launched step's requests
-  std::vector<LogitsRows> step_rows_;  // and where their rows are
+  std::vector<RequestId> step_ids_;  // the launched step's requests
+  StepPlan plan_;                    // and where their rows are
 };
 
 }  // namespace tessera

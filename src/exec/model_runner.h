@@ -63,12 +63,6 @@ class ModelRunner {
   virtual bool tokens_stay_on_device() const { return false; }
 };
 
-// Rows of logits a step needs for request r scheduled as s: prompt-logprob rows first, then
-// the sampling row; appends the batch token index of each to logits_indices. base: the batch
-// index of the request's first scheduled token. Shared by every backend's runner.
-void plan_logits_rows(const Request& r, const ScheduledRequest& s, int32_t base, std::vector<int32_t>* logits_indices,
-                      LogitsRows* rows);
-
 // Frees rows (a host logits buffer of `vocab`-float rows) when it holds more than keep_rows
 // rows' worth of storage.
 void release_logits_above(std::vector<float>* rows, int64_t vocab, int64_t keep_rows);

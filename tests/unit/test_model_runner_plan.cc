@@ -1,5 +1,5 @@
-// Host-side planning shared by every backend: which logits rows a scheduled request needs
-// (plan_logits_rows), which device EngineArgs::device resolves to, and the KV-cache plan
+// Host-side planning shared by every backend: a step's inputs (plan_step), which logits rows
+// a scheduled request needs (plan_logits_rows), which device EngineArgs::device resolves to, and the KV-cache plan
 // in fp32 (host) and bf16 (CUDA) blocks; the host KV cache's residency and the release of
 // oversized logits buffers.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "engine/engine_setup.h"
 #include "exec/host_sampler.h"
 #include "exec/model_runner.h"
+#include "exec/step_planner.h"
 #include "sample/token_sampler.h"
 #include "kv/kv_cache.h"
 
@@ -78,6 +79,71 @@ TEST(PlanLogitsRows, DecodeWithoutPromptLogprobsIsOneRow) {
   EXPECT_EQ(idx, (std::vector<int32_t>{12}));
   EXPECT_EQ(lr.num_prompt_rows, 0);
   EXPECT_EQ(lr.sample_row, 0);
+}
+
+// Two sequences in one step: a prefill chunk of 5 tokens from position 3 (block size 4, so
+// it crosses into its second block) and a decode whose input the step in flight samples.
+TEST(PlanStep, WritesEveryArrayAndReportsPendingInputs) {
+  Request a = make_request(8, -1);
+  Request b = make_request(3, -1);
+  b.append_output_token(50);  // b holds 4 tokens; its 5th is pending
+  ScheduledRequest sa = scheduled(3, 5, true);
+  sa.block_ids = {7, 2};
+  ScheduledRequest sb = scheduled(4, 1, true);
+  sb.id = RequestId{2};
+  sb.block_ids = {9, 4};
+  sb.input_pending = true;
+  SchedulerOutput out;
+  out.requests = {sa, sb};
+  const ModelRunner::RequestLookup lookup = [&](RequestId id) { return id == RequestId{1} ? &a : &b; };
+  const StepSizes sizes = step_sizes(out);
+  ASSERT_EQ(sizes.num_tokens, 6);
+  ASSERT_EQ(sizes.num_block_ids, 4);
+  std::vector<int32_t> ids(6, -1), pos(6, -1), seq(6, -1), indptr(3, -1), table(4, -1), qsl(3, -1), lens(2, -1);
+  std::vector<int64_t> slots(6, -1);
+  StepPlan plan;
+  plan.pending = {{99, RequestId{99}}};  // cleared by the planner
+  plan_step(out, lookup, /*block_size=*/4,
+            StepInputArrays{.token_ids = ids.data(), .positions = pos.data(), .slot_mapping = slots.data(),
+                            .block_table_indptr = indptr.data(), .block_table_ids = table.data(),
+                            .token_seq = seq.data(), .query_start_loc = qsl.data(), .seq_lens = lens.data()},
+            &plan);
+  EXPECT_EQ(ids, (std::vector<int32_t>{13, 14, 15, 16, 17, 0}));
+  EXPECT_EQ(pos, (std::vector<int32_t>{3, 4, 5, 6, 7, 4}));
+  EXPECT_EQ(slots, (std::vector<int64_t>{7 * 4 + 3, 2 * 4 + 0, 2 * 4 + 1, 2 * 4 + 2, 2 * 4 + 3, 4 * 4 + 0}));
+  EXPECT_EQ(seq, (std::vector<int32_t>{0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(indptr, (std::vector<int32_t>{0, 2, 4}));
+  EXPECT_EQ(table, (std::vector<int32_t>{7, 2, 9, 4}));
+  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 5, 6}));
+  EXPECT_EQ(lens, (std::vector<int32_t>{8, 5}));
+  EXPECT_EQ(plan.logits_indices, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(plan.rows[0].sample_row, 0);
+  EXPECT_EQ(plan.rows[1].sample_row, 1);
+  ASSERT_EQ(plan.pending.size(), 1u);
+  EXPECT_EQ(plan.pending[0].first, 5);
+  EXPECT_EQ(plan.pending[0].second, RequestId{2});
+  EXPECT_FALSE(plan.one_token_per_seq);
+  EXPECT_EQ(plan.sizes.num_tokens, 6);
+}
+
+TEST(PlanStep, OptionalArraysMayBeNullAndDecodesAreOneTokenPerSequence) {
+  Request a = make_request(3, -1);
+  a.append_output_token(40);
+  ScheduledRequest sa = scheduled(3, 1, true);
+  sa.block_ids = {5};
+  SchedulerOutput out;
+  out.requests = {sa};
+  std::vector<int32_t> ids(1), pos(1), indptr(2), table(1);
+  std::vector<int64_t> slots(1);
+  StepPlan plan;
+  plan_step(out, [&](RequestId) { return &a; }, 16,
+            StepInputArrays{.token_ids = ids.data(), .positions = pos.data(), .slot_mapping = slots.data(),
+                            .block_table_indptr = indptr.data(), .block_table_ids = table.data()},
+            &plan);
+  EXPECT_EQ(ids[0], 40);
+  EXPECT_EQ(slots[0], 5 * 16 + 3);
+  EXPECT_TRUE(plan.one_token_per_seq);
+  EXPECT_TRUE(plan.pending.empty());
 }
 
 // Three rows of a 6-token vocabulary: two prompt rows, then the sampling row.

@@ -9,6 +9,7 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/sampling.h"
 #include "common/check.h"
+#include "exec/step_planner.h"
 #include "sample/token_sampler.h"
 
 namespace tessera::cuda {
@@ -196,59 +197,57 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   st.seq = num_launched_++;
   last_tokens_on_device_ = false;
   st.t_start = profile_.enabled ? now_ms() : 0.0;
-  std::vector<LogitsRows>* rows = &st.rows;
-  rows->assign(out.requests.size(), LogitsRows{});
   st.ids.reserve(out.requests.size());
   for (const ScheduledRequest& s : out.requests) st.ids.push_back(s.id);
   int32_t* in = host_in_[cur_].get();
   SamplingRow* sampling = host_sampling_[cur_].get();
   const Layout& l = layout_;
-  int64_t* slots = reinterpret_cast<int64_t*>(in + l.slot_mapping);
-  std::vector<int32_t> logits_indices;
+  const StepSizes sizes = step_sizes(out);
+  TESSERA_CHECK(sizes.num_tokens <= max_tokens_);
+  TESSERA_CHECK(l.block_ids + sizes.num_block_ids < l.capacity);
+  if (query_start_loc_.size() < out.requests.size() + 1) query_start_loc_.resize(out.requests.size() + 1);
+  StepPlan& plan = plan_;
+  plan_step(out, lookup, kv_.block_size,
+            StepInputArrays{.token_ids = in + l.token_ids,
+                            .positions = in + l.positions,
+                            .slot_mapping = reinterpret_cast<int64_t*>(in + l.slot_mapping),
+                            .block_table_indptr = in + l.indptr,
+                            .block_table_ids = in + l.block_ids,
+                            .token_seq = in + l.token_seq,
+                            .query_start_loc = query_start_loc_.data()},
+            &plan);
+  const int32_t num_tokens = plan.sizes.num_tokens;
+  int32_t num_block_ids = plan.sizes.num_block_ids;
+  const bool one_token_per_seq = plan.one_token_per_seq;
+  // Inputs sampled by the step in flight: copied on the device from that step's rows.
+  const int32_t num_pending = static_cast<int32_t>(plan.pending.size());
+  for (int32_t k = 0; k < num_pending; ++k) {
+    auto row = sample_row_of_.find(plan.pending[k].second);
+    TESSERA_CHECK_MSG(row != sample_row_of_.end(), "a pending input the step before did not sample on the device");
+    in[l.pending + 2 * k] = plan.pending[k].first;
+    in[l.pending + 2 * k + 1] = row->second;
+  }
+  st.rows = plan.rows;
+  const std::vector<int32_t>& logits_indices = plan.logits_indices;
   std::vector<bool>& host_row = st.host_row;
-  int32_t num_tokens = 0, num_block_ids = 0, num_pending = 0;
-  const int64_t block_size = kv_.block_size;
+  host_row.assign(logits_indices.size(), true);  // prompt-logprob rows: the host
   std::unordered_map<RequestId, int32_t> device_rows;  // this step's device-sampled rows
   device_rows.reserve(out.requests.size());
   size_t num_adjust = 0;     // logit adjustments of this step's device rows
-  bool one_token_per_seq = true;
   bool reads_output = false;  // some row's adjustments read its output tokens (penalties)
-  in[l.indptr] = 0;
   in[l.adjust] = 0;
   for (size_t i = 0; i < out.requests.size(); ++i) {
     const ScheduledRequest& s = out.requests[i];
     const Request* r = lookup(s.id);
-    TESSERA_CHECK(r != nullptr);
-    const int32_t start = s.num_computed_tokens, n = s.num_scheduled_tokens;
     const int32_t pending = s.input_pending ? 1 : 0;
-    one_token_per_seq = one_token_per_seq && n <= 1;
-    TESSERA_CHECK(start + n <= r->num_tokens() + pending);
-    TESSERA_CHECK(num_tokens + n <= max_tokens_);
-    TESSERA_CHECK(l.block_ids + num_block_ids + s.block_ids.size() < l.capacity);
-    for (int32_t k = 0; k < n; ++k) {
-      const int32_t pos = start + k;
-      if (pos < r->num_tokens()) {
-        in[l.token_ids + num_tokens + k] = r->all_token_ids[pos];
-      } else {  // sampled by the step in flight: copied from its row on the device
-        auto row = sample_row_of_.find(s.id);
-        TESSERA_CHECK_MSG(row != sample_row_of_.end(), "a pending input the step before did not sample on the device");
-        in[l.token_ids + num_tokens + k] = 0;
-        in[l.pending + 2 * num_pending] = num_tokens + k;
-        in[l.pending + 2 * num_pending + 1] = row->second;
-        ++num_pending;
-      }
-      in[l.positions + num_tokens + k] = pos;
-      in[l.token_seq + num_tokens + k] = static_cast<int32_t>(i);
-      slots[num_tokens + k] = int64_t{s.block_ids[pos / block_size]} * block_size + pos % block_size;
+    const LogitsRows& lr = plan.rows[i];
+    // Its rows: the prompt-logprob rows, then the sampling row (none in a middle chunk).
+    size_t rows_begin = 0, rows_end = 0;
+    if (lr.num_prompt_rows > 0 || lr.sample_row >= 0) {
+      rows_begin = static_cast<size_t>(lr.num_prompt_rows > 0 ? lr.first_prompt_row : lr.sample_row);
+      rows_end = static_cast<size_t>(lr.sample_row >= 0 ? lr.sample_row + 1 : lr.first_prompt_row + lr.num_prompt_rows);
     }
-    for (size_t b = 0; b < s.block_ids.size(); ++b) in[l.block_ids + num_block_ids + b] = s.block_ids[b];
-    num_block_ids += static_cast<int32_t>(s.block_ids.size());
-    in[l.indptr + i + 1] = num_block_ids;
-    LogitsRows& lr = (*rows)[i];
-    const size_t rows_before = logits_indices.size();
-    plan_logits_rows(*r, s, num_tokens, &logits_indices, &lr);
-    host_row.resize(logits_indices.size(), true);  // prompt-logprob rows: the host
-    for (size_t k = rows_before; k < logits_indices.size(); ++k) {
+    for (size_t k = rows_begin; k < rows_end; ++k) {
       sampling[k] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy: harmless for host rows
     }
     if (lr.sample_row >= 0 && samples_on_device(*r, pending)) {
@@ -274,8 +273,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
         reads_output = reads_output || adjustments_read_output(r->params);
       }
     }
-    for (size_t k = rows_before; k < logits_indices.size(); ++k) in[l.adjust + k + 1] = static_cast<int32_t>(num_adjust);
-    num_tokens += n;
+    for (size_t k = rows_begin; k < rows_end; ++k) in[l.adjust + k + 1] = static_cast<int32_t>(num_adjust);
   }
   const int64_t num_rows = static_cast<int64_t>(logits_indices.size());
   // Device logprobs read the LM head's first chunk of rows; a row beyond it (after many
@@ -331,12 +329,9 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   // the tiled prefill attention kernel (decode steps and graphs keep the split-KV kernel).
   if (bucket == 0) {
     const size_t num_seqs = out.requests.size();
-    std::vector<int32_t> query_start_loc(num_seqs + 1, 0);
-    for (int32_t t = 0; t < num_tokens; ++t) ++query_start_loc[in[l.token_seq + t] + 1];
-    for (size_t s = 0; s < num_seqs; ++s) query_start_loc[s + 1] += query_start_loc[s];
     const ModelConfig& c = model_->config();
     const size_t plan_at = l.capacity - attention_plan_ints(max_tokens_);
-    const AttentionPlanCounts plan = plan_attention(in + l.positions, query_start_loc.data(),
+    const AttentionPlanCounts plan = plan_attention(in + l.positions, query_start_loc_.data(),
                                                     static_cast<int64_t>(num_seqs), c.num_attention_heads,
                                                     c.num_key_value_heads, c.head_dim, in + plan_at, prefill_tile_rows_,
                                                     num_sms_);

@@ -21,6 +21,7 @@
 #include "exec/cuda/kv_offload_copier.h"
 #include "exec/host_sampler.h"
 #include "exec/model_runner.h"
+#include "exec/step_planner.h"
 #include "sample/logit_adjustments.h"
 #include "sample/sampling_row.h"
 
@@ -118,6 +119,8 @@ class CudaModelRunner : public ModelRunner {
   };
   std::map<int64_t, Graph> graphs_;  // by bucket, captured on first use
   Layout layout_{};
+  StepPlan plan_;                          // the step being planned (step_planner.h)
+  std::vector<int32_t> query_start_loc_;  // its sequences' token ranges, for the attention plan
   PinnedBuffer<int32_t> host_in_[2];  // step inputs, Layout sections; one set per step in flight
   DeviceBuffer<int32_t> dev_in_;
   CudaActivations act_;
