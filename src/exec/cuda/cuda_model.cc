@@ -95,9 +95,9 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   if (Status s = up.init(); !s.ok()) return s;
   m->embedding_ = base + emb_at;
   if (Status s = up.upload(model.embedding(), m->embedding_rows_, m->embedding_); !s.ok()) return s;
-  m->lm_head_ = base + head_at;
+  m->lm_head_ = DeviceLinear::dense_bf16(base + head_at, c.vocab_size, d);
   if (!tied) {
-    if (Status s = up.upload(model.lm_head().weight(), c.vocab_size, m->lm_head_); !s.ok()) return s;
+    if (Status s = up.upload(model.lm_head().weight(), c.vocab_size, base + head_at); !s.ok()) return s;
   }
   m->final_norm_ = base + norm_at;
   if (Status s = up.upload(model.final_norm(), m->final_norm_); !s.ok()) return s;
@@ -107,16 +107,16 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
     CudaLayer cl;
     cl.attn_norm = base + o.attn_norm;
     cl.ffn_norm = base + o.ffn_norm;
-    cl.qkv = base + o.qkv;
-    cl.o = base + o.o;
-    cl.gate_up = base + o.gate_up;
-    cl.down = base + o.down;
+    cl.qkv = DeviceLinear::dense_bf16(base + o.qkv, qkv_rows, d);
+    cl.o = DeviceLinear::dense_bf16(base + o.o, d, q_rows);
+    cl.gate_up = DeviceLinear::dense_bf16(base + o.gate_up, 2 * inter, d);
+    cl.down = DeviceLinear::dense_bf16(base + o.down, d, inter);
     const AttentionBlock& a = l.attention;
     Status s = up.upload(l.attn_norm, cl.attn_norm);
     if (s.ok()) s = up.upload(l.ffn_norm, cl.ffn_norm);
-    if (s.ok()) s = up.upload(a.q_proj().weight(), q_rows, cl.qkv);
-    if (s.ok()) s = up.upload(a.k_proj().weight(), kv_rows, cl.qkv + q_rows * d);
-    if (s.ok()) s = up.upload(a.v_proj().weight(), kv_rows, cl.qkv + (q_rows + kv_rows) * d);
+    if (s.ok()) s = up.upload(a.q_proj().weight(), q_rows, base + o.qkv);
+    if (s.ok()) s = up.upload(a.k_proj().weight(), kv_rows, base + o.qkv + q_rows * d);
+    if (s.ok()) s = up.upload(a.v_proj().weight(), kv_rows, base + o.qkv + (q_rows + kv_rows) * d);
     if (s.ok() && o.bias >= 0) {
       cl.qkv_bias = base + o.bias;
       std::vector<float> bias = a.q_proj().bias();
@@ -130,10 +130,10 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
       s = up.upload(a.q_norm(), cl.q_norm);
       if (s.ok()) s = up.upload(a.k_norm(), cl.k_norm);
     }
-    if (s.ok()) s = up.upload(a.o_proj().weight(), d, cl.o);
-    if (s.ok()) s = up.upload(l.mlp.gate().weight(), inter, cl.gate_up);
-    if (s.ok()) s = up.upload(l.mlp.up().weight(), inter, cl.gate_up + inter * d);
-    if (s.ok()) s = up.upload(l.mlp.down().weight(), d, cl.down);
+    if (s.ok()) s = up.upload(a.o_proj().weight(), d, base + o.o);
+    if (s.ok()) s = up.upload(l.mlp.gate().weight(), inter, base + o.gate_up);
+    if (s.ok()) s = up.upload(l.mlp.up().weight(), inter, base + o.gate_up + inter * d);
+    if (s.ok()) s = up.upload(l.mlp.down().weight(), d, base + o.down);
     if (!s.ok()) return Status::error("layer " + std::to_string(i) + ": " + s.message());
     m->layers_.push_back(cl);
   }
@@ -146,10 +146,11 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
 }
 
 bool CudaModel::uses_gemv(int64_t num_tokens) const {
-  const ModelConfig& c = config_;
-  const int64_t q_dim = c.num_attention_heads * c.head_dim;
-  return num_tokens <= kGemvMaxTokens && gemv_supported(num_tokens, c.hidden_size) &&
-         gemv_supported(num_tokens, q_dim) && gemv_supported(num_tokens, c.intermediate_size);
+  // Every layer's linears are of one kind and shape: the first layer's answer holds for all.
+  if (layers_.empty()) return false;
+  const CudaLayer& w = layers_.front();
+  return w.qkv.gemv_supported(num_tokens) && w.o.gemv_supported(num_tokens) && w.gate_up.gemv_supported(num_tokens) &&
+         w.down.gemv_supported(num_tokens) && lm_head_.gemv_supported(num_tokens);
 }
 
 // One forward pass's ops on the device, the DecoderBackend the architecture's definition
@@ -166,7 +167,7 @@ class CudaModel::Pass : public DecoderBackend {
        cudaStream_t stream)
       : m_(m), c_(m.config_), step_(step), num_rows_(num_rows), kv_(kv), act_(act), stream_(stream),
         n_(step.meta.num_tokens), d_(c_.hidden_size), hd_(c_.head_dim), nh_(c_.num_attention_heads),
-        nkv_(c_.num_key_value_heads), qkv_dim_((nh_ + 2 * nkv_) * hd_), inter_(c_.intermediate_size),
+        nkv_(c_.num_key_value_heads), inter_(c_.intermediate_size),
         eps_(static_cast<float>(c_.rms_norm_eps)),
         shape_{nh_, nkv_, hd_, kv.block_size, 1.0f / std::sqrt(static_cast<float>(hd_)), c_.sliding_window.value_or(0)},
         small_(m.uses_gemv(n_)), bulk_(small_ && n_ <= m.bulk_decode_tokens_),
@@ -195,8 +196,7 @@ class CudaModel::Pass : public DecoderBackend {
     bf16* k_cache = kv_.k(l);
     bf16* v_cache = kv_.v(l);
     if (small_) {
-      TESSERA_GEMM_TRY(gemv({act_.hidden.get(), nullptr, w.attn_norm, eps_}, w.qkv, n_, d_, qkv_dim_, act_.qkv.get(),
-                            stream_, pdl_));
+      TESSERA_GEMM_TRY(w.qkv.gemv({act_.hidden.get(), nullptr, w.attn_norm, eps_}, n_, act_.qkv.get(), stream_, pdl_));
     } else {
       // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
       if (l == 0) {
@@ -205,7 +205,7 @@ class CudaModel::Pass : public DecoderBackend {
         fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.attn_norm, eps_, n_, d_, stream_);
       }
       mark(OpTimer::kNorm);
-      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.branch.get(), w.qkv, n_, d_, qkv_dim_, act_.qkv.get(), stream_));
+      TESSERA_GEMM_TRY(w.qkv.matmul(m_.gemm_, act_.branch.get(), n_, act_.qkv.get(), stream_));
     }
     mark(OpTimer::kQkvGemm);
     if (step_.kv_layer_ready != nullptr) {
@@ -227,9 +227,9 @@ class CudaModel::Pass : public DecoderBackend {
     }
     mark(OpTimer::kAttention);
     if (small_) {
-      TESSERA_GEMM_TRY(gemv_add({act_.attn.get()}, w.o, n_, nh_ * hd_, d_, act_.hidden.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(w.o.gemv_add({act_.attn.get()}, n_, act_.hidden.get(), stream_, pdl_));
     } else {
-      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.attn.get(), w.o, n_, nh_ * hd_, d_, act_.branch.get(), stream_));
+      TESSERA_GEMM_TRY(w.o.matmul(m_.gemm_, act_.attn.get(), n_, act_.branch.get(), stream_));
     }
     mark(OpTimer::kOGemm);
     return Status();
@@ -238,10 +238,10 @@ class CudaModel::Pass : public DecoderBackend {
   Status gated_mlp_block(int64_t l) override {
     const CudaLayer& w = m_.layers_[static_cast<size_t>(l)];
     if (bulk_) {
-      TESSERA_GEMM_TRY(gemv_silu_mul({act_.hidden.get(), nullptr, w.ffn_norm, eps_}, w.gate_up, n_, d_, inter_,
-                                     act_.act.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(
+          w.gate_up.gemv_silu_mul({act_.hidden.get(), nullptr, w.ffn_norm, eps_}, n_, act_.act.get(), stream_, pdl_));
       mark(OpTimer::kGateUpGemm);
-      TESSERA_GEMM_TRY(gemv_add({act_.act.get()}, w.down, n_, inter_, d_, act_.hidden.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(w.down.gemv_add({act_.act.get()}, n_, act_.hidden.get(), stream_, pdl_));
       mark(OpTimer::kDownGemm);
       return Status();
     }
@@ -251,16 +251,16 @@ class CudaModel::Pass : public DecoderBackend {
       fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.ffn_norm, eps_, n_, d_, stream_);
     }
     mark(OpTimer::kNorm);
-    TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.branch.get(), w.gate_up, n_, d_, 2 * inter_, act_.gate_up.get(), stream_));
+    TESSERA_GEMM_TRY(w.gate_up.matmul(m_.gemm_, act_.branch.get(), n_, act_.gate_up.get(), stream_));
     mark(OpTimer::kGateUpGemm);
     silu_and_mul_fused(act_.gate_up.get(), n_, inter_, act_.act.get(), stream_);
     mark(OpTimer::kSilu);
     // Decode adds the MLP output into the residual stream here; larger steps leave it in
     // branch for the next layer's (or the final) fused add + norm.
     if (small_) {
-      TESSERA_GEMM_TRY(m_.gemm_.matmul_add(act_.act.get(), w.down, n_, inter_, d_, act_.hidden.get(), stream_));
+      TESSERA_GEMM_TRY(w.down.matmul_add(m_.gemm_, act_.act.get(), n_, act_.hidden.get(), stream_));
     } else {
-      TESSERA_GEMM_TRY(m_.gemm_.matmul(act_.act.get(), w.down, n_, inter_, d_, act_.branch.get(), stream_));
+      TESSERA_GEMM_TRY(w.down.matmul(m_.gemm_, act_.act.get(), n_, act_.branch.get(), stream_));
     }
     mark(OpTimer::kDownGemm);
     return Status();
@@ -290,7 +290,7 @@ class CudaModel::Pass : public DecoderBackend {
   const CudaKvCache& kv_;
   CudaActivations& act_;
   cudaStream_t stream_;
-  const int64_t n_, d_, hd_, nh_, nkv_, qkv_dim_, inter_;
+  const int64_t n_, d_, hd_, nh_, nkv_, inter_;
   const float eps_;
   const AttentionShape shape_;
   const bool small_, bulk_;
@@ -311,17 +311,16 @@ Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int6
   const bool bulk = step.meta.num_tokens <= bulk_decode_tokens_;
   if (uses_gemv(step.meta.num_tokens) && bulk) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
-    TESSERA_GEMM_TRY(gemv_f32({act.hidden.get(), step.logits_indices + first_row, final_norm_,
-                               static_cast<float>(config_.rms_norm_eps)},
-                              lm_head_, num_rows, d, config_.vocab_size, logits, stream,
-                              GemvOptions{.pdl = true, .variant = kGemvBulkVariant}));
+    TESSERA_GEMM_TRY(lm_head_.gemv_f32(
+        {act.hidden.get(), step.logits_indices + first_row, final_norm_, static_cast<float>(config_.rms_norm_eps)},
+        num_rows, logits, stream, GemvOptions{.pdl = true, .variant = kGemvBulkVariant}));
   } else {
     bf16* rows = act.selected.get() + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet
       gather_rows(act.hidden.get(), step.logits_indices + first_row, num_rows, d, rows, stream);
       rms_norm(rows, final_norm_, static_cast<float>(config_.rms_norm_eps), num_rows, d, rows, stream);
     }
-    TESSERA_GEMM_TRY(gemm_.matmul_f32(rows, lm_head_, num_rows, d, config_.vocab_size, logits, stream));
+    TESSERA_GEMM_TRY(lm_head_.matmul_f32(gemm_, rows, num_rows, logits, stream));
   }
   if (timer_ != nullptr) timer_->mark(OpTimer::kLmHead, stream);
   return Status();

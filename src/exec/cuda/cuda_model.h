@@ -1,5 +1,5 @@
-// CudaModel: a DecoderModel's weights on the device in bf16 (q/k/v and gate/up fused into
-// one matrix each), and its forward pass: the model's DecoderDefinition run over the CUDA
+// CudaModel: a DecoderModel's weights on the device, its linear layers as DeviceLinears (bf16
+// today; q/k/v and gate/up fused into one matrix each), and its forward pass: the model's DecoderDefinition run over the CUDA
 // ops (CudaModel::Pass) on one stream, with no host synchronization inside, so a decode step
 // can be captured into a CUDA graph.
 #pragma once
@@ -13,6 +13,7 @@
 #include "backend/cuda/matmul.h"
 #include "backend/cuda/ops.h"
 #include "exec/cuda/device_buffer.h"
+#include "exec/cuda/device_linear.h"
 #include "exec/cuda/op_timer.h"
 #include "model/layers/decoder_model.h"
 #include "tessera/tuning.h"
@@ -22,13 +23,13 @@ namespace tessera::cuda {
 struct CudaLayer {
   bf16* attn_norm = nullptr;  // [hidden]
   bf16* ffn_norm = nullptr;   // [hidden]
-  bf16* qkv = nullptr;        // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]
+  DeviceLinear qkv;           // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]: q, k, v rows
   bf16* qkv_bias = nullptr;   // [(num_heads + 2 * num_kv_heads) * head_dim] or null
   bf16* q_norm = nullptr;     // [head_dim] or null (Qwen3)
   bf16* k_norm = nullptr;     // [head_dim] or null
-  bf16* o = nullptr;          // [hidden, num_heads * head_dim]
-  bf16* gate_up = nullptr;    // [2 * intermediate, hidden]: gate rows, then up rows
-  bf16* down = nullptr;       // [hidden, intermediate]
+  DeviceLinear o;             // [hidden, num_heads * head_dim]
+  DeviceLinear gate_up;       // [2 * intermediate, hidden]: gate rows, then up rows
+  DeviceLinear down;          // [hidden, intermediate]
 };
 
 // Device buffers of one step, allocated once for at most max_tokens tokens and max_rows
@@ -105,7 +106,7 @@ class CudaModel {
   DeviceBuffer<float> inv_freq_;  // [head_dim / 2]
   bf16* embedding_ = nullptr;     // [embedding rows, hidden]
   int64_t embedding_rows_ = 0;
-  bf16* lm_head_ = nullptr;       // [vocab, hidden]
+  DeviceLinear lm_head_;          // [vocab, hidden]
   bf16* final_norm_ = nullptr;    // [hidden]
   std::vector<CudaLayer> layers_;
   Gemm gemm_;
