@@ -159,9 +159,10 @@ void check_named_tool_choice(const Json& choice, const Json& tools) {
   if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
     bad_request("Invalid `name` in `function` in `tool_choice`! " + usage, "tool_choice");
   }
+  const std::string& wanted = name->get_ref<const std::string&>();
   for (const Json& tool : tools) {
     const auto f = tool.is_object() ? tool.find("function") : tool.end();
-    if (tool.is_object() && f != tool.end() && f->is_object() && f->value("name", "") == *name) return;
+    if (tool.is_object() && f != tool.end() && f->is_object() && f->value("name", std::string()) == wanted) return;
   }
   bad_request("The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice");
 }
