@@ -36,6 +36,14 @@ std::string number(double v) {
   return buf;
 }
 
+// A bucket bound as Python's prometheus_client (vLLM's exporter) writes it: floats keep a
+// decimal point (le="1.0", le="0.005"), so queries that match bucket labels as text match.
+std::string bound(double v) {
+  std::string s = number(v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
 // Families vLLM exports keep vLLM's names ("vllm:..."), so its dashboards and autoscalers
 // read them unchanged; Tessera's own carry "tessera:". Every sample has vLLM's labels.
 class Writer {
@@ -53,9 +61,10 @@ class Writer {
     header(name, "gauge", help);
     sample(name, v);
   }
-  // Counters are exposed as NAME_total, as Prometheus clients name them.
+  // Counters are exposed as NAME_total with HELP/TYPE under that name, as vLLM's exporter
+  // writes them in the text format (Prometheus files a series' type under its sample name).
   void counter(const std::string& name, double v, const char* help) {
-    header(name, "counter", help);
+    header(name + "_total", "counter", help);
     sample(name + "_total", v);
   }
   void histogram(const std::string& name, const Histogram& h, const char* help) {
@@ -63,7 +72,7 @@ class Writer {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h.bounds().size(); ++i) {
       cumulative += h.counts()[i];
-      sample(name + "_bucket", static_cast<double>(cumulative), ",le=\"" + number(h.bounds()[i]) + "\"");
+      sample(name + "_bucket", static_cast<double>(cumulative), ",le=\"" + bound(h.bounds()[i]) + "\"");
     }
     sample(name + "_bucket", static_cast<double>(h.count()), ",le=\"+Inf\"");
     sample(name + "_sum", h.sum());
@@ -101,7 +110,7 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   w.counter("tessera:kv_offload_loads", static_cast<double>(m.kv_offload_loads), "KV blocks loaded back from host memory.");
   w.counter("vllm:prompt_tokens", static_cast<double>(m.prompt_tokens), "Prompt tokens of admitted requests.");
   w.counter("vllm:generation_tokens", static_cast<double>(m.generation_tokens), "Generated tokens.");
-  w.header("vllm:request_success", "counter", "Finished completions by finish reason.");
+  w.header("vllm:request_success_total", "counter", "Finished completions by finish reason.");
   const char* reasons[] = {"stop", "length", "abort"};
   for (size_t i = 0; i < 3; ++i) {
     w.sample("vllm:request_success_total", static_cast<double>(m.request_success[i]),

@@ -745,8 +745,9 @@ class EndpointsTest(unittest.TestCase):
         self.assertGreater(int(info[0]["num_gpu_blocks"]), 0)
         # Token buckets step 1-2-5 up to the context.
         bounds = [lab["le"] for n, lab, _ in sf.parse_metrics(after) if n == "vllm:request_prompt_tokens_bucket"]
-        self.assertEqual(bounds[:4], ["1", "2", "5", "10"])
-        self.assertEqual(bounds[-2:], ["2000", "+Inf"])
+        # Written as vLLM's exporter (prometheus_client) writes float bounds.
+        self.assertEqual(bounds[:4], ["1.0", "2.0", "5.0", "10.0"])
+        self.assertEqual(bounds[-2:], ["2000.0", "+Inf"])
 
 
     def test_prefix_cache_counters(self):

@@ -234,9 +234,13 @@ TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
   EXPECT_TRUE(has(R"(vllm:prompt_tokens_total{model_name="my \"model\"",engine="0"} 10)"));
   EXPECT_TRUE(has(R"(vllm:request_success_total{model_name="my \"model\"",engine="0",finished_reason="abort"} 3)"));
   EXPECT_TRUE(has("# TYPE vllm:time_to_first_token_seconds histogram"));
+  // Counters: HELP and TYPE under the sample's name, as vLLM's exporter writes them.
+  EXPECT_TRUE(has("# TYPE vllm:prompt_tokens_total counter"));
+  EXPECT_TRUE(has("# TYPE vllm:request_success_total counter"));
+  EXPECT_EQ(text.find("# TYPE vllm:prompt_tokens counter"), std::string::npos);
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="0.001"} 0)"));
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="0.005"} 2)"));
-  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="2560"} 2)"));
+  EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="2560.0"} 2)"));
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_bucket{model_name="my \"model\"",engine="0",le="+Inf"} 3)"));
   EXPECT_TRUE(has(R"(vllm:time_to_first_token_seconds_count{model_name="my \"model\"",engine="0"} 3)"));
   const std::string with_info = render_prometheus(m, "m", {{"block_size", "16"}, {"cache_dtype", "auto"}});
