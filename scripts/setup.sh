@@ -12,6 +12,9 @@ APT_PACKAGES=(
   libsentencepiece-dev libicu-dev
   clang libclang-rt-14-dev
   python3 python3-pip curl
+  # A real Prometheus server scrapes /metrics in tests/e2e/test_prometheus_scrape.py (on a port
+  # and TSDB directory of its own; the service the package may start on :9090 is not used).
+  prometheus
 )
 
 missing=()
