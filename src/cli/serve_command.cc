@@ -28,6 +28,7 @@
 #include "engine/async_engine.h"
 #include "engine/engine_setup.h"
 #include "engine/fake_engine_core.h"
+#include "server/access_log.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 
@@ -60,6 +61,7 @@ struct ServeOptions {
   bool trust_request_chat_template = false;
   size_t max_response_bytes = 64u << 20;
   int request_workers = 0;  // 0: a quarter of the cores, 2 to 8
+  UvicornFlags uvicorn;     // --uds and the access log's flags
 };
 
 // As many open files as the hard limit allows: every connection is one.
@@ -111,6 +113,18 @@ int run_serve(ServeOptions o) {
   if (o.engine.model.empty()) {
     std::fprintf(stderr, "error: serve needs a model (tessera serve MODEL)\n");
     return 2;
+  }
+  o.http.uds = o.uvicorn.uds;
+  // The access log, as under `vllm serve`: on, unless turned off or below uvicorn's log level.
+  o.http.access_log.enabled =
+      !o.uvicorn.disable_access_log && server::access_log_shown_at(o.uvicorn.log_level).value_or(true);
+  o.http.access_log.excluded_paths = server::parse_endpoint_list(o.uvicorn.excluded_endpoints);
+  // A socket path that cannot work fails now, not after minutes of loading the model.
+  if (!o.http.uds.empty()) {
+    if (const std::string problem = server::HttpServer::unix_socket_path_problem(o.http.uds); !problem.empty()) {
+      std::fprintf(stderr, "error: cannot listen on unix:%s: %s\n", o.http.uds.c_str(), problem.c_str());
+      return 1;
+    }
   }
   set_threads(o.threads);
   apply_activation_precision(o.activation_precision);
@@ -195,7 +209,11 @@ int run_serve(ServeOptions o) {
   try {
     port = http.listen();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.http.host.c_str(), o.http.port, e.what());
+    if (o.http.uds.empty()) {
+      std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.http.host.c_str(), o.http.port, e.what());
+    } else {
+      std::fprintf(stderr, "error: cannot listen on unix:%s: %s\n", o.http.uds.c_str(), e.what());
+    }
     return 1;
   }
 
@@ -229,11 +247,15 @@ int run_serve(ServeOptions o) {
       if (!ec2) http.stop();  // a second signal: stop now
     });
   });
-  std::fprintf(stderr, "tessera: listening on http://%s:%u\n", o.http.host.c_str(), port);
-  std::fprintf(stderr,
-               "tessera: try: curl http://%s:%u/v1/completions -H 'Content-Type: application/json' "
-               "-d '{\"prompt\": \"Hello\", \"max_tokens\": 16}'\n",
-               o.http.host.c_str(), port);
+  const char* try_body = "-H 'Content-Type: application/json' -d '{\"prompt\": \"Hello\", \"max_tokens\": 16}'";
+  if (o.http.uds.empty()) {
+    std::fprintf(stderr, "tessera: listening on http://%s:%u\n", o.http.host.c_str(), port);
+    std::fprintf(stderr, "tessera: try: curl http://%s:%u/v1/completions %s\n", o.http.host.c_str(), port, try_body);
+  } else {  // vLLM's name of a Unix-socket listener
+    std::fprintf(stderr, "tessera: listening on unix:%s\n", o.http.uds.c_str());
+    std::fprintf(stderr, "tessera: try: curl --unix-socket %s http://localhost/v1/completions %s\n",
+                 o.http.uds.c_str(), try_body);
+  }
   std::fflush(stderr);
   http.run();
   api.shutdown();
@@ -254,8 +276,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   o->engine.async_scheduling = false;
   add_engine_options(cmd, &o->engine);
   cmd->get_option("--model")->required(false);
-  cmd->add_option("--host", o->http.host, "Address to listen on");
-  cmd->add_option("--port", o->http.port, "Port (0: any free port)");
+  cmd->add_option("--host", o->http.host, "Address to listen on (not with --uds)");
+  cmd->add_option("--port", o->http.port, "Port (0: any free port; not with --uds)");
   cmd->add_option("--api-key", o->api_key, "Require Authorization: Bearer KEY on every route but /health")
       ->envname("TESSERA_API_KEY");
   cmd->add_option("--served-model-name", o->served_model_name, "Model name of the API (default: MODEL as given)");
@@ -314,7 +336,7 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--fake-step-interval-ms", o->fake_step_interval_ms,
                   "With --fake-engine: at most one step per this many ms (0: as fast as possible)")
       ->check(CLI::NonNegativeNumber);
-  add_vllm_serve_flags(cmd);
+  add_vllm_serve_flags(cmd, &o->uvicorn);
   cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
 }
 

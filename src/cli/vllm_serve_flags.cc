@@ -17,11 +17,9 @@ constexpr Flag kWithoutEffect[] = {
     {"--tokenizer-revision", true, "a tokenizer revision on the hub: Tessera loads local files"},
     {"--download-dir", true, "where hub downloads go: Tessera loads local files"},
     {"--trust-remote-code", false, "Tessera runs no model code from checkpoints"},
-    {"--disable-log-requests", false, "Tessera logs no requests"},
+    {"--disable-log-requests", false, "Tessera does not log requests' prompts and parameters"},
     {"--disable-log-stats", false, "Tessera prints no periodic stats"},
     {"--disable-fastapi-docs", false, "Tessera serves no API docs pages"},
-    {"--disable-uvicorn-access-log", false, "Tessera writes no access log"},
-    {"--uvicorn-log-level", true, "Tessera writes no access log"},
 };
 
 // Refused at start with what is missing.
@@ -43,7 +41,6 @@ constexpr Flag kNotBuilt[] = {
     {"--limit-mm-per-prompt", true, "multimodal inputs"},
     {"--ssl-keyfile", true, "TLS (put a TLS-terminating proxy in front)"},
     {"--ssl-certfile", true, "TLS (put a TLS-terminating proxy in front)"},
-    {"--uds", true, "a Unix-socket listener"},
     {"--api-server-count", true, "several API server processes"},
 };
 
@@ -53,22 +50,37 @@ constexpr Flag kNotBuilt[] = {
 
 }  // namespace
 
-void add_vllm_serve_flags(CLI::App* cmd) {
+void add_vllm_serve_flags(CLI::App* cmd, UvicornFlags* uvicorn) {
+  const char* group = "vLLM compatibility";
+  cmd->add_option("--uds", uvicorn->uds,
+                  "vLLM's: listen on a Unix socket at this path instead of --host/--port (a stale socket "
+                  "file there is replaced; the file is removed at shutdown)")
+      ->group(group);
+  cmd->add_flag("--disable-uvicorn-access-log", uvicorn->disable_access_log,
+                "vLLM's: no access log (by default each answered request gets a line on stderr in "
+                "uvicorn's format: INFO:     HOST:PORT - \"METHOD PATH HTTP/1.1\" STATUS PHRASE)")
+      ->group(group);
+  cmd->add_option("--disable-access-log-for-endpoints", uvicorn->excluded_endpoints,
+                  "vLLM's: comma-separated paths whose requests get no access-log line, e.g. \"/health,/metrics\"")
+      ->group(group);
+  cmd->add_option("--uvicorn-log-level", uvicorn->log_level,
+                  "vLLM's: uvicorn's log level; warning, error and critical turn the access log off (default: info)")
+      ->check(CLI::IsMember({"critical", "debug", "error", "info", "trace", "warning"}))
+      ->group(group);
   for (const Flag& f : kWithoutEffect) {
     const std::string help = std::string("vLLM's; no effect here: ") + f.why;
     if (f.takes_value) {
-      cmd->add_option_function<std::string>(f.name, [](const std::string&) {}, help)->group("vLLM compatibility");
+      cmd->add_option_function<std::string>(f.name, [](const std::string&) {}, help)->group(group);
     } else {
-      cmd->add_flag_callback(f.name, [] {}, help)->group("vLLM compatibility");
+      cmd->add_flag_callback(f.name, [] {}, help)->group(group);
     }
   }
   for (const Flag& f : kNotBuilt) {
     const std::string help = std::string("vLLM's; refused: ") + f.why + " not supported yet";
     if (f.takes_value) {
-      cmd->add_option_function<std::string>(f.name, [f](const std::string&) { refuse(f); }, help)
-          ->group("vLLM compatibility");
+      cmd->add_option_function<std::string>(f.name, [f](const std::string&) { refuse(f); }, help)->group(group);
     } else {
-      cmd->add_flag_callback(f.name, [f] { refuse(f); }, help)->group("vLLM compatibility");
+      cmd->add_flag_callback(f.name, [f] { refuse(f); }, help)->group(group);
     }
   }
 }

@@ -1,13 +1,23 @@
 // The flags of `vllm serve` that Tessera's serve has no option of its own for: accepted where
 // they mean nothing here (they name a hub revision, a log Tessera does not write), refused at
 // start, by name, where they ask for a feature not built yet, so a deployment's command line
-// either works or says what is missing.
+// either works or says what is missing. vLLM's flags for what uvicorn does under it (a Unix
+// socket, the access log) are real here: they fill UvicornFlags, for the HTTP server.
 #pragma once
+
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace tessera::cli {
 
-void add_vllm_serve_flags(CLI::App* cmd);
+struct UvicornFlags {
+  std::string uds;                  // --uds PATH: a Unix socket instead of --host/--port
+  bool disable_access_log = false;  // --disable-uvicorn-access-log
+  std::string excluded_endpoints;   // --disable-access-log-for-endpoints "/health,/metrics"
+  std::string log_level = "info";   // --uvicorn-log-level: above info, no access log
+};
+
+void add_vllm_serve_flags(CLI::App* cmd, UvicornFlags* uvicorn);
 
 }  // namespace tessera::cli

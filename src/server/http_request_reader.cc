@@ -47,6 +47,7 @@ class HttpRequestReader::Parser final : public http::basic_parser<true> {
   std::optional<HttpRefusal> refusal;  // set by a callback, which also stops the parse
   const char* input = nullptr;          // start of the bytes given to put()
   const char* trailer_start = nullptr;  // first byte after the last chunk's line
+  bool request_line = false;            // the request line is parsed (message has it)
 
  private:
   void refuse(http::status status, std::string message_text, beast::error_code& ec) {
@@ -63,6 +64,7 @@ class HttpRequestReader::Parser final : public http::basic_parser<true> {
     }
     message.target(target);
     message.version(version);
+    request_line = true;
   }
 
   void on_response_impl(int, beast::string_view, int, beast::error_code& ec) override { ec = http::error::bad_version; }
@@ -169,6 +171,11 @@ HttpRequest HttpRequestReader::take_request() {
 
 HttpRequestReader::Event HttpRequestReader::fail(http::status status, std::string message) {
   refusal_ = HttpRefusal{status, std::move(message)};
+  refused_line_.reset();
+  if (parser_ && parser_->request_line) {
+    const HttpRequest& m = parser_->message;
+    refused_line_ = RequestLine{std::string(m.method_string()), std::string(m.target()), m.version()};
+  }
   parser_.reset();
   return Event::error;
 }

@@ -70,6 +70,13 @@ class HttpRequestReader {
   bool in_request() const;
   HttpRequest take_request();
   const HttpRefusal& refusal() const { return refusal_; }
+  // The request line of the request refused, when parsing got past it (the access log's).
+  struct RequestLine {
+    std::string method;
+    std::string target;
+    unsigned version = 11;
+  };
+  const std::optional<RequestLine>& refused_request_line() const { return refused_line_; }
   // Wire bytes of the request just parsed or refused (head, framing, body, trailers).
   size_t request_bytes() const { return request_bytes_; }
   const HttpReaderOptions& options() const { return options_; }
@@ -85,6 +92,7 @@ class HttpRequestReader {
   beast::flat_buffer buffer_;
   std::unique_ptr<Parser> parser_;
   HttpRefusal refusal_{http::status::bad_request, {}};
+  std::optional<RequestLine> refused_line_;
   size_t request_bytes_ = 0;
   size_t head_bytes_ = 0;
   bool head_checked_ = false;

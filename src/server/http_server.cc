@@ -3,17 +3,25 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/strand.hpp>
@@ -29,6 +37,28 @@ namespace tessera::server {
 namespace {
 
 using tcp = net::ip::tcp;
+
+// A generic endpoint of the TCP family as Asio's TCP endpoint (address and port).
+tcp::endpoint as_tcp(const StreamProtocol::endpoint& generic) {
+  tcp::endpoint ep;
+  if (generic.size() <= ep.capacity()) {
+    std::memcpy(ep.data(), generic.data(), generic.size());
+    ep.resize(generic.size());
+  }
+  return ep;
+}
+
+bool is_tcp(const StreamProtocol& protocol) { return protocol.family() == AF_INET || protocol.family() == AF_INET6; }
+
+// The client as uvicorn's access log names it: "HOST:PORT" over TCP; "" over a Unix socket,
+// whose clients have no name.
+std::string client_address(const StreamProtocol::socket& socket) {
+  beast::error_code ec;
+  const StreamProtocol::endpoint peer = socket.remote_endpoint(ec);
+  if (ec || !is_tcp(peer.protocol())) return {};
+  const tcp::endpoint ep = as_tcp(peer);
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
 
 std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
@@ -68,7 +98,7 @@ struct ActiveGuard {
 // behind a refused head): closing with unread input makes the kernel send a reset, which can
 // destroy the answer before the client reads it, so after our FIN the rest of its input is
 // read and dropped for a short while (a lingering close, bounded in time and bytes).
-net::awaitable<void> refuse(beast::tcp_stream& stream, const HttpRefusal& refusal, double write_timeout) {
+net::awaitable<void> refuse(HttpStream& stream, const HttpRefusal& refusal, double write_timeout) {
   http::response<http::string_body> res{refusal.status, 11};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, "application/json");
@@ -79,7 +109,7 @@ net::awaitable<void> refuse(beast::tcp_stream& stream, const HttpRefusal& refusa
   stream.expires_after(to_duration(write_timeout));
   co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
   if (ec) co_return;
-  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  stream.socket().shutdown(net::socket_base::shutdown_send, ec);
   stream.expires_after(to_duration(std::min(write_timeout, 2.0)));
   std::vector<char> scratch(16384);
   for (size_t drained = 0; drained < (size_t{32} << 20);) {
@@ -117,7 +147,7 @@ std::string error_body(http::status status, std::string_view message, std::strin
 }
 
 struct HttpExchange::Impl {
-  beast::tcp_stream& stream;
+  HttpStream& stream;
   const HttpRequest& request;
   double write_timeout;
   bool keep_alive;
@@ -128,13 +158,23 @@ struct HttpExchange::Impl {
   bool peer_eof = false;   // the client sent its FIN: nothing more will come
   bool more_buffered = false;  // the bytes of a next (pipelined) request are already here
   size_t probe_sent = 0;   // bytes of kProbe written; a partial probe is finished first
-  std::vector<std::pair<std::string, std::string>> extra_headers;  // add_response_header's
+  const AccessLog* access_log = nullptr;  // set when the log is on
+  const std::string* client = nullptr;    // the access log's name of the client
+  std::vector<std::pair<std::string, std::string>> extra_headers{};  // add_response_header's
 };
 
 namespace {
 
 // After the client's FIN, the connection lives on only for requests it already sent.
 bool keep_alive(const HttpExchange::Impl& impl) { return impl.keep_alive && (!impl.peer_eof || impl.more_buffered); }
+
+// The access log's line, when the response starts (as uvicorn: before its first byte is
+// written, and not for a client known to be gone).
+void log_access(const HttpExchange::Impl& impl, http::status status) {
+  if (impl.access_log == nullptr) return;
+  impl.access_log->write(*impl.client, impl.request.method_string(), impl.request.target(), impl.request.version(),
+                         static_cast<int>(status));
+}
 
 // A probe cut short by a full send buffer is completed before the response's first byte.
 net::awaitable<bool> finish_probe(HttpExchange::Impl& impl) {
@@ -162,6 +202,7 @@ void HttpExchange::add_response_header(std::string name, std::string value) {
 net::awaitable<void> HttpExchange::respond(http::status status, std::string_view content_type, std::string body) {
   impl_.responded = true;
   if (!co_await finish_probe(impl_)) co_return;
+  log_access(impl_, status);
   http::response<http::string_body> res{status, impl_.request.version()};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
@@ -179,6 +220,7 @@ net::awaitable<void> HttpExchange::respond(http::status status, std::string_view
 net::awaitable<bool> HttpExchange::start_stream(std::string_view content_type) {
   impl_.responded = true;
   if (!co_await finish_probe(impl_)) co_return false;
+  log_access(impl_, http::status::ok);
   http::response<http::empty_body> res{http::status::ok, impl_.request.version()};
   res.set(http::field::server, "tessera");
   res.set(http::field::content_type, content_type);
@@ -247,7 +289,8 @@ void HttpExchange::abandon() {
 // for; HTTP/1.0 clients get none): a half-closed client skips it and later reads its
 // answer, a closed one resets the connection, which a later check finds in SO_ERROR or in
 // the socket's state (recv() after a FIN reports 0, not the reset). Once a response has
-// started, its writes fail when the client is gone.
+// started, its writes fail when the client is gone. On a Unix socket the probe itself tells
+// them apart: sending to a closed peer fails at once (EPIPE), to a half-closed one it works.
 bool HttpExchange::client_gone() {
   if (impl_.failed || impl_.gone) return true;
   const int fd = impl_.stream.socket().native_handle();
@@ -271,6 +314,7 @@ bool HttpExchange::client_gone() {
     return false;
   }
 #ifdef __linux__
+  // (On a Unix socket this getsockopt fails: the probe's send has already answered.)
   tcp_info info{};
   socklen_t info_len = sizeof info;
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) == 0 && info.tcpi_state == TCP_CLOSE) {
@@ -281,19 +325,123 @@ bool HttpExchange::client_gone() {
 }
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
-    : options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc_) {}
+    : options_(std::move(options)), handler_(std::move(handler)), access_log_(options_.access_log), acceptor_(ioc_) {}
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  beast::error_code ec;
+  acceptor_.close(ec);
+  remove_socket_file();
+}
 
 uint16_t HttpServer::listen() {
+  if (!options_.uds.empty()) {
+    listen_unix();
+    start_accept_loop();
+    return 0;
+  }
   const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
-  acceptor_.open(endpoint.protocol());
+  acceptor_.open(StreamProtocol(endpoint.protocol()));
   acceptor_.set_option(net::socket_base::reuse_address(true));
-  acceptor_.bind(endpoint);
+  acceptor_.bind(StreamProtocol::endpoint(endpoint));
   acceptor_.listen(net::socket_base::max_listen_connections);
   acceptor_.non_blocking(true);
   start_accept_loop();
-  return acceptor_.local_endpoint().port();
+  return as_tcp(acceptor_.local_endpoint()).port();
+}
+
+namespace {
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// A Unix socket's address, or nullopt with the reason in `problem`.
+std::optional<sockaddr_un> unix_address(const std::string& path, std::string& problem) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    problem = "the path is " + std::to_string(path.size()) + " bytes long; a Unix socket path holds 1 to " +
+              std::to_string(sizeof addr.sun_path - 1);
+    return std::nullopt;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  return addr;
+}
+
+// Whether a server accepts connections on the socket file at `addr` (a stale file left by a
+// process that died refuses them); nullopt when that cannot be told (the error in `problem`).
+std::optional<bool> someone_listens(const sockaddr_un& addr, std::string& problem) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    problem = errno_text(errno);
+    return std::nullopt;
+  }
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int error = rc == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc == 0 || error == EAGAIN || error == EINPROGRESS) return true;  // EAGAIN: a full backlog
+  if (error == ECONNREFUSED || error == ENOENT) return false;
+  problem = errno_text(error);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string HttpServer::unix_socket_path_problem(const std::string& path) {
+  std::string problem;
+  const auto addr = unix_address(path, problem);
+  if (!addr) return problem;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    if (fs::exists(dir, ec)) return dir.string() + " is not a directory";
+    return "the directory " + dir.string() + " does not exist";
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? "" : errno_text(errno);
+  if (!S_ISSOCK(st.st_mode)) return "the path exists and is not a socket (not replacing it)";
+  const auto listening = someone_listens(*addr, problem);
+  if (!listening) return "cannot tell whether the socket there is in use: " + problem;
+  if (*listening) return "another server is listening on it";
+  return "";
+}
+
+// As asyncio's create_unix_server (what uvicorn --uds runs): a socket file at the path that no
+// server answers on is a stale one and goes; anything else there is an error. The file gets
+// the umask's permissions, as vLLM's own bind gives it.
+void HttpServer::listen_unix() {
+  const std::string& path = options_.uds;
+  if (std::string problem = unix_socket_path_problem(path); !problem.empty()) throw std::runtime_error(problem);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove the stale socket file: " + errno_text(errno));
+  }
+  const net::local::stream_protocol::endpoint endpoint(path);
+  acceptor_.open(StreamProtocol(endpoint.protocol()));
+  beast::error_code ec;
+  acceptor_.bind(StreamProtocol::endpoint(endpoint), ec);
+  if (ec == boost::system::errc::permission_denied || ec == boost::system::errc::operation_not_permitted) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    throw std::runtime_error(ec.message() + " (may this user create files in " + (dir.empty() ? "." : dir) + "?)");
+  }
+  if (ec) throw std::runtime_error(ec.message());
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    socket_file_bound_ = true;
+    socket_file_dev_ = st.st_dev;
+    socket_file_ino_ = st.st_ino;
+  }
+  acceptor_.listen(net::socket_base::max_listen_connections);
+  acceptor_.non_blocking(true);
+}
+
+// The socket file goes with the listener, unless it is no longer ours (replaced meanwhile).
+void HttpServer::remove_socket_file() {
+  if (!socket_file_bound_) return;
+  socket_file_bound_ = false;
+  struct stat st {};
+  if (::lstat(options_.uds.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == socket_file_dev_ &&
+      st.st_ino == socket_file_ino_) {
+    ::unlink(options_.uds.c_str());
+  }
 }
 
 void HttpServer::start_accept_loop() {
@@ -329,6 +477,7 @@ void HttpServer::stop_accepting() {
   net::post(ioc_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
+    remove_socket_file();  // new clients find no socket, as after uvicorn's shutdown
   });
 }
 
@@ -336,7 +485,7 @@ void HttpServer::stop() { ioc_.stop(); }
 
 net::awaitable<void> HttpServer::accept_loop() {
   for (;;) {
-    tcp::socket socket(net::make_strand(ioc_));
+    StreamProtocol::socket socket(net::make_strand(ioc_));
     beast::error_code ec;
     co_await acceptor_.async_accept(socket, net::redirect_error(net::use_awaitable, ec));
     if (ec) {
@@ -350,7 +499,7 @@ net::awaitable<void> HttpServer::accept_loop() {
     // Take every connection already queued before waiting again: under load each wait
     // sits behind the streams' handlers, and a full backlog drops SYNs (seconds of retry).
     for (int i = 0; i < 1024; ++i) {
-      tcp::socket more(net::make_strand(ioc_));
+      StreamProtocol::socket more(net::make_strand(ioc_));
       acceptor_.accept(more, ec);
       if (ec) break;  // would_block: the queue is empty
       start_session(std::move(more));
@@ -358,10 +507,10 @@ net::awaitable<void> HttpServer::accept_loop() {
   }
 }
 
-void HttpServer::start_session(tcp::socket socket) {
+void HttpServer::start_session(StreamProtocol::socket socket) {
   try {
     beast::error_code ec;
-    socket.set_option(tcp::no_delay(true), ec);
+    if (options_.uds.empty()) socket.set_option(tcp::no_delay(true), ec);
     auto ex = socket.get_executor();
     net::co_spawn(ex, session(std::move(socket)), [](std::exception_ptr e) { log_exception("a connection", e); });
   } catch (...) {  // out of memory for the coroutine: this connection closes, the loop goes on
@@ -370,21 +519,22 @@ void HttpServer::start_session(tcp::socket socket) {
 }
 
 // Any exception in a connection ends that connection only.
-net::awaitable<void> HttpServer::session(tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
+net::awaitable<void> HttpServer::session(StreamProtocol::socket socket) {
+  const std::string client = access_log_.enabled() ? client_address(socket) : std::string();
+  HttpStream stream(std::move(socket));
   std::exception_ptr error;
   try {
-    co_await serve(stream);
+    co_await serve(stream, client);
   } catch (...) {
     error = std::current_exception();
   }
   log_exception("a connection", error);
   beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.socket().shutdown(net::socket_base::shutdown_send, ec);
   stream.close();
 }
 
-net::awaitable<void> HttpServer::serve(beast::tcp_stream& stream) {
+net::awaitable<void> HttpServer::serve(HttpStream& stream, const std::string& client) {
   HttpReaderOptions reader_options;
   reader_options.max_header_bytes = options_.max_header_bytes;
   reader_options.max_body_bytes = options_.max_body_bytes;
@@ -422,12 +572,19 @@ net::awaitable<void> HttpServer::serve(beast::tcp_stream& stream) {
     // A timeout has closed the socket; a client that left mid-request needs no answer.
     if (ec) co_return;
     if (event == HttpRequestReader::Event::error) {
+      if (const auto& line = reader.refused_request_line(); line && access_log_.enabled()) {
+        access_log_.write(client, line->method, line->target, line->version, static_cast<int>(reader.refusal().status));
+      }
       co_await refuse(stream, reader.refusal(), options_.request_timeout);
       co_return;
     }
     HttpRequest request = reader.take_request();
     HttpExchange::Impl impl{stream, request, options_.request_timeout, request.keep_alive() && accepting_.load(), wake};
     impl.more_buffered = reader.buffered() > 0;
+    if (access_log_.enabled()) {
+      impl.access_log = &access_log_;
+      impl.client = &client;
+    }
     HttpExchange exchange(impl);
     ActiveGuard active(active_);
     std::string internal_error;

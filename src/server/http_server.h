@@ -1,8 +1,10 @@
 // HTTP/1.1 transport on Boost.Beast with C++20 coroutines: keep-alive, chunked streaming
 // responses, limits on every part of a request (http_request_reader.h), the Origin and
-// Content-Type policy (http_policy.h), timeouts for slow or idle clients. Routes see one
-// HttpExchange per request; everything of one connection runs on its own strand, and an
-// exception in a connection ends that connection only.
+// Content-Type policy (http_policy.h), timeouts for slow or idle clients, uvicorn's access
+// log (access_log.h). Routes see one HttpExchange per request; everything of one connection
+// runs on its own strand, and an exception in a connection ends that connection only. It
+// listens on TCP host:port or on a Unix socket (--uds); both go through one code path, on
+// Asio's generic stream protocol (the listening endpoint decides the address family).
 #pragma once
 
 #include <atomic>
@@ -14,13 +16,15 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "server/access_log.h"
 #include "server/http_request_reader.h"
 
 namespace tessera::server {
@@ -29,9 +33,16 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+// A TCP or a Unix-socket connection: Beast's stream (timeouts) over Asio's generic protocol.
+using StreamProtocol = net::generic::stream_protocol;
+using HttpStream = beast::basic_stream<StreamProtocol, net::any_io_executor, beast::unlimited_rate_policy>;
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;            // 0: any free port
+  // Non-empty: listen on a Unix socket at this path instead of host:port (vLLM's --uds). A
+  // stale socket file there (no server listening) is replaced; the file goes at shutdown.
+  std::string uds;
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 64u << 10;
   double request_timeout = 60.0;   // seconds for a whole request to arrive, and per write
@@ -40,6 +51,7 @@ struct HttpServerOptions {
   // Web origins ("https://app.example.com") whose pages may call the API; "*": any. Requests
   // with another Origin get 403 (see origin_allowed()).
   std::vector<std::string> allowed_origins;
+  AccessLogOptions access_log;
 };
 
 // One request and its response. A handler answers once with respond(), or streams:
@@ -81,8 +93,13 @@ class HttpServer {
   HttpServer(HttpServerOptions options, HttpHandler handler);
   ~HttpServer();
 
-  // Binds and listens; the port actually bound (for port 0).
+  // Binds and listens; the port actually bound (for port 0; 0 on a Unix socket). Throws
+  // std::exception with a message that says what is wrong (in use, no such directory, ...).
   uint16_t listen();
+  // What keeps `path` from being a Unix socket to listen on (too long, no such directory, a
+  // file that is not a socket, a server listening there), or "" when nothing does; checked
+  // by listen() too, and by `tessera serve` before it loads the model.
+  static std::string unix_socket_path_problem(const std::string& path);
   // Runs the IO threads; returns after stop().
   void run();
   // Stops accepting new connections (open ones keep working).
@@ -96,15 +113,23 @@ class HttpServer {
  private:
   net::awaitable<void> accept_loop();
   void start_accept_loop();
-  net::awaitable<void> session(net::ip::tcp::socket socket);
-  net::awaitable<void> serve(beast::tcp_stream& stream);
-  void start_session(net::ip::tcp::socket socket);
+  net::awaitable<void> session(StreamProtocol::socket socket);
+  net::awaitable<void> serve(HttpStream& stream, const std::string& client);
+  void start_session(StreamProtocol::socket socket);
   void run_io();
+  void listen_unix();
+  void remove_socket_file();
 
   HttpServerOptions options_;
   HttpHandler handler_;
+  AccessLog access_log_;
   net::io_context ioc_;
-  net::ip::tcp::acceptor acceptor_;
+  net::basic_socket_acceptor<StreamProtocol> acceptor_;
+  // The Unix socket file this server bound (device and inode), removed once it stops
+  // accepting unless another file has taken its place.
+  bool socket_file_bound_ = false;
+  uint64_t socket_file_dev_ = 0;
+  uint64_t socket_file_ino_ = 0;
   std::atomic<size_t> active_{0};
   std::atomic<bool> accepting_{true};  // false: answers close their connections
 };

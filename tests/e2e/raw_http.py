@@ -80,7 +80,12 @@ class Closed(Exception):
 
 class RawConn:
     def __init__(self, server: sf.Server, timeout: float = 30.0):
-        self.sock = socket.create_connection((server.host, server.port), timeout=timeout)
+        if server.uds:  # a server on a Unix socket (--uds)
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(server.uds)
+        else:
+            self.sock = socket.create_connection((server.host, server.port), timeout=timeout)
         self.buf = b""
 
     def close(self):

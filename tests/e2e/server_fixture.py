@@ -1,8 +1,10 @@
 """Shared helpers of the end-to-end tests of `tessera serve` (docs/server.md).
 
 Starts the server on a free port (`--port 0`), reads the port from the stderr line
-`tessera: listening on http://HOST:PORT`, keeps draining stderr into a log file so the pipe
-never fills, and stops it with SIGTERM (the server must exit 0).
+`tessera: listening on http://HOST:PORT` (or, with `uds=PATH`, on a Unix socket:
+`tessera: listening on unix:PATH`), keeps draining stderr into a log file so the pipe
+never fills, and stops it with SIGTERM (the server must exit 0). The stderr lines are kept
+(`lines()`; the access log's among them, one per answered request).
 
 Environment: TESSERA_BIN (default SOURCE/build/bin/tessera), TESSERA_DEFAULT_MODEL (default:
 scripts/default_model_path.sh), TESSERA_SOURCE_DIR (default: two levels above this file).
@@ -34,6 +36,10 @@ SERVED_MODEL_NAME = "smollm2"
 MAX_MODEL_LEN = 2048
 KV_CACHE_MEMORY = 268435456
 LISTEN_RE = re.compile(r"tessera: listening on http://(\[[^\]]+\]|[^\s:/]+):(\d+)")
+LISTEN_UNIX_RE = re.compile(r"tessera: listening on unix:(.+)$")
+# A line of the access log (uvicorn's format): client ("" on a Unix socket), method, target,
+# HTTP version, status, phrase.
+ACCESS_RE = re.compile(r'^INFO:     (\S*) - "(\S+) (\S+) HTTP/(1\.[01])" (\d{3}) (.*)$')
 
 
 def _die_with_parent() -> None:
@@ -121,19 +127,40 @@ def preflight(need_openai: bool = False) -> tuple[str, str]:
     return binary, model
 
 
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a Unix socket (`tessera serve --uds PATH`); Host: localhost."""
+
+    def __init__(self, path: str, timeout: float = 60.0):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.unix_path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
 class Server:
-    """One `tessera serve` process on a free port of 127.0.0.1."""
+    """One `tessera serve` process on a free port of 127.0.0.1, or on a Unix socket (`uds`)."""
 
     def __init__(self, binary: str, model: str, extra_args: list[str] | None = None,
-                 name: str = "server", start_timeout: float = 120.0):
+                 name: str = "server", start_timeout: float = 120.0, uds: str | None = None):
         self.binary = binary
         self.model = model
         self.host = "127.0.0.1"
         self.port: int | None = None
+        self.uds = uds
         self.args = [binary, "serve", model, "--port", "0", "--host", self.host,
                      "--served-model-name", SERVED_MODEL_NAME,
                      "--kv-cache-memory", str(KV_CACHE_MEMORY),
                      "--max-model-len", str(MAX_MODEL_LEN)] + list(extra_args or [])
+        if uds:
+            self.args += ["--uds", uds]
         fd, self.log_path = tempfile.mkstemp(prefix=f"tessera-e2e-{name}-", suffix=".log")
         self._log = os.fdopen(fd, "w", buffering=1, errors="replace")
         self._log.write("$ " + " ".join(self.args) + "\n")
@@ -157,7 +184,7 @@ class Server:
                 raise RuntimeError(f"no `tessera: listening on` line within {start_timeout} s; "
                                    f"log {self.log_path}:\n{self.log_tail()}")
             self._listening.wait(0.1)
-        self.base_url = f"http://{self.host}:{self.port}"
+        self.base_url = "http://localhost" if uds else f"http://{self.host}:{self.port}"
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -169,13 +196,26 @@ class Server:
             except ValueError:  # log closed
                 pass
             if not self._listening.is_set():
+                if self.uds:
+                    if LISTEN_UNIX_RE.search(line):
+                        self._listening.set()
+                    continue
                 m = LISTEN_RE.search(line)
                 if m:
                     self.port = int(m.group(2))
                     self._listening.set()
 
+    def lines(self) -> list[str]:
+        """The stderr lines so far (all of them once stop() has returned)."""
+        return list(self._lines)
+
+    def access_log(self) -> list[re.Match]:
+        """The access log's lines so far, parsed (ACCESS_RE)."""
+        return [m for m in (ACCESS_RE.match(line.rstrip("\n")) for line in self.lines()) if m]
+
     def log_tail(self, n: int = 60) -> str:
-        return "".join(self._lines[-n:])
+        """The last n lines of stderr but the access log's (what explains a failure)."""
+        return "".join([line for line in self._lines if not ACCESS_RE.match(line)][-n:])
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -226,7 +266,7 @@ class Server:
     def request(self, method: str, path: str, body=None, headers: dict | None = None,
                 timeout: float = 60.0) -> tuple[int, dict, bytes]:
         """One request on a fresh connection; `body` may be bytes, str or a JSON-able value."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        conn = self.connection(timeout)
         hdrs = dict(headers or {})
         data = None
         if body is not None:
@@ -244,6 +284,12 @@ class Server:
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload
         finally:
             conn.close()
+
+    def connection(self, timeout: float = 60.0) -> http.client.HTTPConnection:
+        """A new (not yet connected) http.client connection to the server, TCP or Unix socket."""
+        if self.uds:
+            return UnixHTTPConnection(self.uds, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def json_request(self, method: str, path: str, body=None, headers: dict | None = None,
                      timeout: float = 60.0):

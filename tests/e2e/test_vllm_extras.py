@@ -606,7 +606,7 @@ class DeploymentFlagsTest(unittest.TestCase):
 
     def test_flags_of_features_not_built_stop_the_start(self):
         for args, named in ((["--enable-lora"], "--enable-lora"), (["--tool-call-parser", "hermes"], "--tool-call-parser"),
-                            (["--uds", "/tmp/x.sock"], "--uds")):
+                            (["--ssl-keyfile", "/tmp/key.pem"], "--ssl-keyfile")):
             out = subprocess.run([self.binary, "serve", self.model, "--port", "0", *args], capture_output=True,
                                  text=True, timeout=60)
             self.assertNotEqual(out.returncode, 0, args)
