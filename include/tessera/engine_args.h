@@ -19,6 +19,10 @@ struct EngineArgs {
   // Bytes of K/V storage, reserved at start; 0: on the CPU 1 GiB, or what max_num_seqs
   // sequences of max_model_len tokens need if less; on CUDA from gpu_memory_utilization.
   int64_t kv_cache_memory = 0;
+  // Element type of cached K and V (vLLM's --kv-cache-dtype): "auto" (CUDA: bfloat16; CPU: the
+  // checkpoint's precision, float16 for quantized weights, as llama.cpp caches them),
+  // "float32", "float16" or "bfloat16" (the CPU's choices; CUDA's cache is bfloat16).
+  std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
   // GiB of host memory for the host tier of the prefix cache (KV offload): blocks the device
   // evicts are kept there and loaded back on a prefix hit (a preempted request's too). 0: none.

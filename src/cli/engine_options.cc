@@ -13,6 +13,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
                   "--max-num-seqs sequences of --max-model-len tokens need if less; on CUDA what "
                   "--gpu-memory-utilization leaves)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "Element type of cached K and V: auto (CUDA: bfloat16; CPU: the checkpoint's precision, float16 "
+                  "for quantized weights), float32, float16 or bfloat16 (CPU); FP8 types are not supported yet")
+      ->check(CLI::IsMember({"auto", "float32", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
   cmd->add_option("--kv-offloading-size", a->kv_offloading_size,
                   "GiB of host memory that keep KV blocks the cache evicts, for prefix hits and preempted requests "
                   "(needs prefix caching; 0: none)")

@@ -34,7 +34,6 @@ constexpr Flag kNotBuilt[] = {
     {"--reasoning-parser", true, "reasoning parsing"},
     {"--structured-outputs-config", true, "structured outputs"},
     {"--guided-decoding-backend", true, "structured outputs"},
-    {"--kv-cache-dtype", true, "an FP8 KV cache"},
     {"--pipeline-parallel-size", true, "pipeline parallelism"},
     {"--data-parallel-size", true, "data parallelism"},
     {"--enable-expert-parallel", false, "expert parallelism"},

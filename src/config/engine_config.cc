@@ -8,10 +8,11 @@ namespace tessera {
 std::string KvCachePlan::describe(int32_t max_model_len) const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
-                "KV cache: %lld blocks of %lld tokens (%.1f MiB); maximum concurrency for %d tokens per request: %.2fx",
+                "KV cache: %lld blocks of %lld tokens (%.1f MiB, %s); maximum concurrency for %d tokens per request: "
+                "%.2fx",
                 static_cast<long long>(shape.num_blocks - 1), static_cast<long long>(shape.block_size),
                 static_cast<double>(bytes_per_block) * static_cast<double>(shape.num_blocks - 1) / (1 << 20),
-                max_model_len, max_concurrency);
+                kv_dtype_name(shape.dtype), max_model_len, max_concurrency);
   std::string line = buf;
   if (num_host_blocks > 0) {
     std::snprintf(buf, sizeof(buf), "; KV offload to host memory: %d blocks (%.1f MiB)", num_host_blocks,
@@ -41,6 +42,18 @@ Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfi
   if (!(a.gpu_memory_utilization > 0.0) || a.gpu_memory_utilization > 1.0) {
     return Status::error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(a.gpu_memory_utilization));
   }
+  std::optional<KvDtype> kv_dtype;
+  if (a.kv_cache_dtype == "float32") {
+    kv_dtype = KvDtype::kFloat32;
+  } else if (a.kv_cache_dtype == "float16") {
+    kv_dtype = KvDtype::kFloat16;
+  } else if (a.kv_cache_dtype == "bfloat16") {
+    kv_dtype = KvDtype::kBfloat16;
+  } else if (a.kv_cache_dtype.rfind("fp8", 0) == 0) {
+    return Status::error("kv_cache_dtype " + a.kv_cache_dtype + " (an FP8 KV cache) is not supported yet");
+  } else if (a.kv_cache_dtype != "auto") {
+    return Status::error("kv_cache_dtype must be auto, float32, float16 or bfloat16, got '" + a.kv_cache_dtype + "'");
+  }
   EngineConfig c;
   SchedulerConfig& s = c.scheduler;
   s.max_model_len = a.max_model_len > 0 ? a.max_model_len : static_cast<int32_t>(m.max_position_embeddings);
@@ -63,6 +76,7 @@ Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfi
   CacheConfig& k = c.cache;
   k.block_size = a.block_size;
   k.kv_cache_memory = a.kv_cache_memory;
+  k.kv_dtype = kv_dtype;
   k.kv_offload_memory = static_cast<int64_t>(a.kv_offloading_size * static_cast<double>(int64_t{1} << 30));
   k.enable_prefix_caching = a.enable_prefix_caching;
   c.device.device = a.device;
@@ -89,7 +103,8 @@ Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   plan.shape.block_size = k.block_size;
   plan.shape.num_kv_heads = m.num_key_value_heads;
   plan.shape.head_dim = m.head_dim;
-  plan.shape.dtype_bytes = k.kv_dtype_bytes;
+  if (!k.kv_dtype) return Status::error("the KV cache's dtype is not resolved (the device's set-up fixes it)");
+  plan.shape.dtype = *k.kv_dtype;
   plan.shape.num_blocks = 1;
   plan.bytes_per_block = plan.shape.bytes();  // one block, all layers, K and V
   const int64_t needed = (max_model_len + k.block_size - 1) / k.block_size;

@@ -35,7 +35,9 @@ struct CacheConfig {
   // capped at what max_num_seqs sequences of max_model_len tokens use; CUDA: what
   // gpu_memory_utilization leaves).
   int64_t kv_cache_memory = 0;
-  int64_t kv_dtype_bytes = 4;          // bytes per cached K or V element: 4 (host fp32), 2 (CUDA bf16)
+  // Element type of cached K and V; unset ("auto") until the device's set-up fixes it (the
+  // CPU: the model's auto_kv_dtype; CUDA: bfloat16).
+  std::optional<KvDtype> kv_dtype;
   int64_t kv_offload_memory = 0;       // bytes of the host tier of the prefix cache (0: none)
   bool enable_prefix_caching = false;
 };

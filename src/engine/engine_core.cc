@@ -24,7 +24,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelConfig& model_
   return core;
 }
 
-Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& config) {
+Result<std::unique_ptr<EngineCore>> EngineCore::create(Model& model, const EngineConfig& asked) {
+  EngineConfig config = asked;
+  if (!config.cache.kv_dtype) config.cache.kv_dtype = model.auto_kv_dtype();
   return create(model.config(), config, [&](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
     try {  // the KV cache's memory is reserved here, and may not be there
       return std::unique_ptr<ModelRunner>(

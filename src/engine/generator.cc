@@ -38,6 +38,7 @@ Result<RequestOutput> Generator::generate(const std::vector<int32_t>& prompt,
     shape.block_size = kBlockSize;
     shape.num_kv_heads = c.num_key_value_heads;
     shape.head_dim = c.head_dim;
+    shape.dtype = kv_dtype_;
     cache_ = std::make_unique<KvCache>(shape);
   }
   std::vector<int32_t> block_table(static_cast<size_t>(num_blocks));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
@@ -26,7 +27,10 @@ class Generator {
   static constexpr int64_t kBlockSize = 16;
   static constexpr int64_t kMaxPrefillChunk = 512;  // tokens per forward during prefill
 
-  explicit Generator(Model& model) : model_(model) {}
+  // kv_dtype: the KV cache's element type; unset: the model's auto_kv_dtype (the engine's
+  // default).
+  explicit Generator(Model& model, std::optional<KvDtype> kv_dtype = std::nullopt)
+      : model_(model), kv_dtype_(kv_dtype.value_or(model.auto_kv_dtype())) {}
 
   // Fails on an invalid request (token ids out of range, too long, bad params).
   Result<RequestOutput> generate(const std::vector<int32_t>& prompt_token_ids,
@@ -34,6 +38,7 @@ class Generator {
 
  private:
   Model& model_;
+  KvDtype kv_dtype_;
   std::unique_ptr<KvCache> cache_;  // grown to the longest request seen
 };
 

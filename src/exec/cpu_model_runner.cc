@@ -31,11 +31,12 @@ namespace {
 // Every layer's K and V of block `from` in `src` to block `to` in `dst`.
 void copy_block(KvCache& src, int32_t from, KvCache& dst, int32_t to) {
   const KvCacheShape& s = src.shape();
-  const size_t slab = static_cast<size_t>(s.block_size * s.kv_dim());
+  const size_t slab = src.block_bytes();
   TESSERA_CHECK(from >= 0 && from < src.shape().num_blocks && to >= 0 && to < dst.shape().num_blocks);
+  TESSERA_CHECK(src.dtype() == dst.dtype());
   for (int64_t l = 0; l < s.num_layers; ++l) {
-    std::memcpy(dst.k(l) + to * slab, src.k(l) + from * slab, slab * sizeof(float));
-    std::memcpy(dst.v(l) + to * slab, src.v(l) + from * slab, slab * sizeof(float));
+    std::memcpy(static_cast<std::byte*>(dst.k(l)) + to * slab, static_cast<std::byte*>(src.k(l)) + from * slab, slab);
+    std::memcpy(static_cast<std::byte*>(dst.v(l)) + to * slab, static_cast<std::byte*>(src.v(l)) + from * slab, slab);
   }
 }
 

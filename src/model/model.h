@@ -19,6 +19,9 @@ class Model {
   // logits [batch.logits_indices.size(), vocab_size] for the requested tokens.
   // Token ids must be < vocab_size; the caller validates requests.
   virtual void forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
+  // The host KV cache's element type for --kv-cache-dtype auto: the checkpoint's own
+  // precision (vLLM's "the model's dtype"; llama.cpp's f16 for quantized weights).
+  virtual KvDtype auto_kv_dtype() const { return KvDtype::kFloat32; }
 };
 
 // Opens a checkpoint: a model directory (config.json + safetensors), a .safetensors file

@@ -124,7 +124,7 @@ Core make_core(bool async_scheduling, int64_t kv_blocks, int32_t max_num_seqs = 
   auto resolved = resolve_engine_config(a, m);
   EXPECT_TRUE(resolved.ok()) << resolved.error();
   EngineConfig c = *resolved;
-  c.cache.kv_dtype_bytes = 2;
+  c.cache.kv_dtype = KvDtype::kBfloat16;
   Core out;
   auto core = EngineCore::create(m, c, [&out](const KvCachePlan& plan) -> Result<std::unique_ptr<ModelRunner>> {
     auto r = std::make_unique<ScriptedRunner>(plan.shape.block_size);

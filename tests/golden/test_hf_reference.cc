@@ -48,9 +48,9 @@ bool is_quantized(const nlohmann::json& source) {
   return false;
 }
 
-void check_against_golden(Model& model, const nlohmann::json& golden, double tolerance,
-                          const char* mode) {
-  Generator generator(model);
+void check_against_golden(Model& model, const nlohmann::json& golden, double tolerance, const char* mode,
+                          std::optional<KvDtype> kv_dtype) {
+  Generator generator(model, kv_dtype);
   SamplingParams params;
   params.temperature = 0;
   params.ignore_eos = true;
@@ -91,8 +91,8 @@ void check_against_golden(Model& model, const nlohmann::json& golden, double tol
       break;
     }
   }
-  std::printf("[ %s, %s activations ] %d positions compared, %d cases diverged, max |logprob diff| %.5f (tolerance %.2f)\n",
-              golden["model"].get<std::string>().c_str(), mode, compared, diverged, max_diff, tolerance);
+  std::printf("[ %s, %s activations, %s KV ] %d positions compared, %d cases diverged, max |logprob diff| %.5f (tolerance %.2f)\n",
+              golden["model"].get<std::string>().c_str(), mode, kv_dtype_name(kv_dtype.value_or(model.auto_kv_dtype())), compared, diverged, max_diff, tolerance);
   EXPECT_GT(compared, 0);
 }
 
@@ -114,7 +114,14 @@ TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
     cpu::set_activation_precision(precision);
     const char* mode = !is_quantized(source) ? "float-weight"
                        : precision == cpu::ActivationPrecision::kInt8 ? "int8" : "precise";
-    check_against_golden(**model, golden, tolerance, mode);
+    // The engine's default KV cache (float16 for quantized weights, float32 for float32
+    // ones), except under int8 activations, which are held to HF with float32 K/V: with
+    // float16 K/V on top, one of SmolLM2's cases leaves HF's top 5 where it diverges
+    // (docs/benchmarks.md, "The host KV cache's element type").
+    const std::optional<KvDtype> kv_dtype =
+        precision == cpu::ActivationPrecision::kInt8 && is_quantized(source) ? std::optional(KvDtype::kFloat32)
+                                                                              : std::nullopt;
+    check_against_golden(**model, golden, tolerance, mode, kv_dtype);
   }
   cpu::set_activation_precision(cpu::ActivationPrecision::kPrecise);
 }

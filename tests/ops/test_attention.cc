@@ -49,7 +49,9 @@ void reference_attention(const std::vector<float>& q, const std::vector<std::vec
   }
 }
 
-void run_attention_case(int64_t nh, int64_t nkv, int64_t hd, int64_t window) {
+// dtype: the cache's element type; the reference keeps the exact values, so the bound is
+// the element's rounding (16-bit caches) on top of the fp32 sums'.
+void run_attention_case(int64_t nh, int64_t nkv, int64_t hd, int64_t window, KvDtype dtype = KvDtype::kFloat32) {
   const int64_t bs = 4;
   const std::vector<SeqSpec> seqs = {{0, 7}, {13, 1}, {5, 9}, {0, 1}, {30, 1}};
   std::mt19937 rng(42);
@@ -61,7 +63,8 @@ void run_attention_case(int64_t nh, int64_t nkv, int64_t hd, int64_t window) {
   std::vector<int32_t> free_blocks(total_blocks - 1);
   std::iota(free_blocks.begin(), free_blocks.end(), 1);
   std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
-  std::vector<float> k_cache(total_blocks * bs * kv_dim, NAN), v_cache(total_blocks * bs * kv_dim, NAN);
+  const size_t cache_bytes = static_cast<size_t>(total_blocks * bs * kv_dim * kv_dtype_bytes(dtype));
+  std::vector<uint8_t> k_cache(cache_bytes, 0xff), v_cache(cache_bytes, 0xff);  // NaN in every dtype
 
   ForwardBatch batch;
   std::vector<std::vector<float>> dense_k, dense_v;
@@ -74,11 +77,12 @@ void run_attention_case(int64_t nh, int64_t nkv, int64_t hd, int64_t window) {
     std::vector<float> dk(len * kv_dim), dv(len * kv_dim);
     for (auto& x : dk) x = nd(rng);
     for (auto& x : dv) x = nd(rng);
-    // The cached prefix goes straight into the paged cache; the new tokens via write_kv_cache.
-    for (int64_t p = 0; p < s.start_pos; ++p) {
-      const int64_t slot = int64_t{table[p / bs]} * bs + p % bs;
-      std::copy_n(dk.data() + p * kv_dim, kv_dim, k_cache.data() + slot * kv_dim);
-      std::copy_n(dv.data() + p * kv_dim, kv_dim, v_cache.data() + slot * kv_dim);
+    // The cached prefix goes into the paged cache by a step of its own; the new tokens by this one.
+    if (s.start_pos > 0) {
+      ForwardBatch prefix;
+      std::vector<int32_t> ids(s.start_pos, 3);
+      prefix.add_sequence(ids.data(), s.start_pos, 0, table, bs, false);
+      cpu::write_kv_cache(dk.data(), dv.data(), prefix, kv_dim, k_cache.data(), v_cache.data(), dtype);
     }
     new_k.insert(new_k.end(), dk.begin() + s.start_pos * kv_dim, dk.end());
     new_v.insert(new_v.end(), dv.begin() + s.start_pos * kv_dim, dv.end());
@@ -87,20 +91,35 @@ void run_attention_case(int64_t nh, int64_t nkv, int64_t hd, int64_t window) {
     dense_k.push_back(std::move(dk));
     dense_v.push_back(std::move(dv));
   }
-  cpu::write_kv_cache(new_k.data(), new_v.data(), batch, kv_dim, k_cache.data(), v_cache.data());
+  cpu::write_kv_cache(new_k.data(), new_v.data(), batch, kv_dim, k_cache.data(), v_cache.data(), dtype);
   const int64_t n = batch.num_tokens();
   std::vector<float> q(n * nh * hd);
   for (auto& x : q) x = nd(rng);
   std::vector<float> out(n * nh * hd), ref(n * nh * hd);
   cpu::AttentionShape shape{nh, nkv, hd, bs, 1.0f / std::sqrt(float(hd)), window};
-  cpu::paged_attention(q.data(), k_cache.data(), v_cache.data(), batch, shape, out.data());
+  cpu::paged_attention(q.data(), k_cache.data(), v_cache.data(), batch, shape, out.data(), dtype);
   reference_attention(q, dense_k, dense_v, seqs, nh, nkv, hd, window, ref);
-  for (int64_t i = 0; i < n * nh * hd; ++i) ASSERT_NEAR(out[i], ref[i], 2e-5) << "at " << i;
+  const double bound = dtype == KvDtype::kFloat32 ? 2e-5 : dtype == KvDtype::kFloat16 ? 4e-3 : 3e-2;
+  double worst = 0;
+  for (int64_t i = 0; i < n * nh * hd; ++i) {
+    ASSERT_NEAR(out[i], ref[i], bound) << "at " << i << ", " << kv_dtype_name(dtype) << " KV";
+    worst = std::max(worst, std::fabs(double(out[i]) - ref[i]));
+  }
+  // A 16-bit cache rounds: exact agreement would mean the values were never converted.
+  if (dtype != KvDtype::kFloat32) EXPECT_GT(worst, 1e-6) << kv_dtype_name(dtype);
 }
 
 TEST(PagedAttention, MixedBatchGqa) { run_attention_case(8, 2, 64, 0); }
 TEST(PagedAttention, MultiHeadOddHeadDim) { run_attention_case(3, 3, 12, 0); }
 TEST(PagedAttention, SlidingWindow) { run_attention_case(4, 1, 16, 5); }
+TEST(PagedAttention, Float16CacheRoundsOnlyTheElements) {
+  run_attention_case(8, 2, 64, 0, KvDtype::kFloat16);
+  run_attention_case(3, 3, 12, 0, KvDtype::kFloat16);  // the scalar tails
+}
+TEST(PagedAttention, Bfloat16CacheRoundsOnlyTheElements) {
+  run_attention_case(8, 2, 64, 0, KvDtype::kBfloat16);
+  run_attention_case(4, 1, 16, 5, KvDtype::kBfloat16);
+}
 
 TEST(Rope, HalfAndInterleavedAgreeUnderPermutation) {
   // Interleaved RoPE on permuted rows equals half-layout RoPE, permuted: the identity that

@@ -258,11 +258,11 @@ ModelConfig llama8b_like() {
   return m;
 }
 
-// The plan of a config resolved from args, with the KV element size of a backend.
-Result<KvCachePlan> plan_for(const EngineArgs& args, int64_t kv_dtype_bytes = 4) {
+// The plan of a config resolved from args, with the KV element type a backend fixes.
+Result<KvCachePlan> plan_for(const EngineArgs& args, KvDtype dtype = KvDtype::kFloat32) {
   auto config = resolve_engine_config(args, llama8b_like());
   if (!config.ok()) return config.status();
-  config->cache.kv_dtype_bytes = kv_dtype_bytes;
+  if (!config->cache.kv_dtype) config->cache.kv_dtype = dtype;
   return plan_kv_cache(*config, llama8b_like());
 }
 
@@ -272,21 +272,55 @@ TEST(PlanKvCache, Bf16BlocksHoldTwiceTheTokensOfFp32) {
   a.kv_cache_memory = int64_t{1} << 30;
   auto fp32 = plan_for(a);
   ASSERT_TRUE(fp32.ok()) << fp32.error();
-  auto bf16 = plan_for(a, 2);
+  auto bf16 = plan_for(a, KvDtype::kBfloat16);
   ASSERT_TRUE(bf16.ok()) << bf16.error();
   // 32 layers x K,V x 8 heads x 128 dims x 2 bytes = 128 KiB per token, 2 MiB per block.
   EXPECT_EQ(bf16->bytes_per_block, int64_t{2} << 20);
   EXPECT_EQ(bf16->shape.num_blocks - 1, 512);  // + the null block
   EXPECT_EQ(fp32->shape.num_blocks - 1, 256);
-  EXPECT_EQ(bf16->shape.dtype_bytes, 2);
+  EXPECT_EQ(bf16->shape.dtype_bytes(), 2);
   EXPECT_DOUBLE_EQ(bf16->max_concurrency, 2.0);
+}
+
+TEST(ResolveEngineConfig, KvCacheDtypeIsAutoOrANamedType) {
+  EngineArgs a;
+  auto c = resolve_engine_config(a, llama8b_like());
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_FALSE(c->cache.kv_dtype.has_value());  // auto: the device's set-up decides
+  for (const auto& [name, dtype] : {std::pair{"float32", KvDtype::kFloat32}, std::pair{"float16", KvDtype::kFloat16},
+                                    std::pair{"bfloat16", KvDtype::kBfloat16}}) {
+    a.kv_cache_dtype = name;
+    c = resolve_engine_config(a, llama8b_like());
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_EQ(c->cache.kv_dtype, dtype) << name;
+  }
+  a.kv_cache_dtype = "fp8_e4m3";
+  EXPECT_NE(resolve_engine_config(a, llama8b_like()).error().find("FP8 KV cache"), std::string::npos);
+  a.kv_cache_dtype = "half";
+  EXPECT_NE(resolve_engine_config(a, llama8b_like()).error().find("kv_cache_dtype must be"), std::string::npos);
+  // A plan needs the resolved type.
+  a.kv_cache_dtype = "auto";
+  c = resolve_engine_config(a, llama8b_like());
+  EXPECT_FALSE(plan_kv_cache(*c, llama8b_like()).ok());
+}
+
+TEST(PlanKvCache, Float16HalvesTheHostCachesBytes) {
+  EngineArgs a;
+  a.max_model_len = 4096;
+  a.max_num_seqs = 1;
+  auto fp32 = plan_for(a);
+  auto fp16 = plan_for(a, KvDtype::kFloat16);
+  ASSERT_TRUE(fp32.ok() && fp16.ok());
+  EXPECT_EQ(fp16->bytes_per_block * 2, fp32->bytes_per_block);
+  EXPECT_EQ(fp16->shape.num_blocks, fp32->shape.num_blocks);  // the default: what one sequence uses
+  EXPECT_NE(fp16->describe(4096).find("float16"), std::string::npos) << fp16->describe(4096);
 }
 
 TEST(PlanKvCache, TooLittleMemoryForOneRequestNamesTheFix) {
   EngineArgs a;
   a.max_model_len = 8192;
   a.kv_cache_memory = int64_t{512} << 20;  // 4096 tokens of the 8B shape
-  auto plan = plan_for(a, 2);
+  auto plan = plan_for(a, KvDtype::kBfloat16);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.error().find("fewer than max_model_len 8192"), std::string::npos) << plan.error();
 }
@@ -396,8 +430,8 @@ TEST(KvCache, IsResidentFromConstruction) {
   EXPECT_GE(grown, shape.bytes() * 9 / 10) << "only " << (grown >> 20) << " MiB of " << (shape.bytes() >> 20)
                                            << " MiB resident";
   for (int64_t l = 0; l < shape.num_layers; ++l) {  // and zeroed
-    EXPECT_EQ(cache.k(l)[0], 0.0f);
-    EXPECT_EQ(cache.v(l)[shape.num_blocks * shape.block_size * shape.kv_dim() - 1], 0.0f);
+    EXPECT_EQ(cache.k_f32(l)[0], 0.0f);
+    EXPECT_EQ(cache.v_f32(l)[shape.num_blocks * shape.block_size * shape.kv_dim() - 1], 0.0f);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "config/model_config.h"
 #include "backend/forward_batch.h"
+#include "kv/kv_cache.h"
 #include "tensor/tensor.h"
 
 namespace tessera::cpu {
@@ -30,9 +31,10 @@ void add_inplace(float* x, const float* y, int64_t n);
 void embedding(const TensorView& table, const int32_t* ids, int64_t n, float* out);
 
 // Writes this step's k, v [num_tokens, num_kv_heads, head_dim] into the paged cache
-// [num_blocks, block_size, num_kv_heads, head_dim] at batch.slot_mapping.
-void write_kv_cache(const float* k, const float* v, const ForwardBatch& batch,
-                    int64_t kv_dim, float* k_cache, float* v_cache);
+// [num_blocks, block_size, num_kv_heads, head_dim] of elements of `dtype` at
+// batch.slot_mapping (16-bit types rounded to nearest even).
+void write_kv_cache(const float* k, const float* v, const ForwardBatch& batch, int64_t kv_dim, void* k_cache,
+                    void* v_cache, KvDtype dtype = KvDtype::kFloat32);
 
 struct AttentionShape {
   int64_t num_heads;
@@ -47,7 +49,7 @@ struct AttentionShape {
 // current step's K/V must already be written). q [num_tokens, num_heads, head_dim],
 // out [num_tokens, num_heads, head_dim]. Token t of sequence s at position p attends to
 // positions 0..p of s, found through s's block table.
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
-                     const ForwardBatch& batch, const AttentionShape& shape, float* out);
+void paged_attention(const float* q, const void* k_cache, const void* v_cache, const ForwardBatch& batch,
+                     const AttentionShape& shape, float* out, KvDtype dtype = KvDtype::kFloat32);
 
 }  // namespace tessera::cpu

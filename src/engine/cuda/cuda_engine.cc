@@ -46,7 +46,11 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   const double utilization = config.device.gpu_memory_utilization;
   const int64_t allowed = static_cast<int64_t>(utilization * static_cast<double>(total_bytes));
   const int64_t in_use = static_cast<int64_t>(total_bytes - free_bytes);
-  config.cache.kv_dtype_bytes = 2;
+  if (config.cache.kv_dtype && *config.cache.kv_dtype != KvDtype::kBfloat16) {
+    return Status::error(std::string("kv_cache_dtype ") + kv_dtype_name(*config.cache.kv_dtype) +
+                         " is not supported on CUDA, whose KV cache is bfloat16 (auto)");
+  }
+  config.cache.kv_dtype = KvDtype::kBfloat16;
   if (config.cache.kv_cache_memory == 0) {  // not set: what the share leaves
     config.cache.kv_cache_memory = allowed - in_use - kHeadroom;
     if (config.cache.kv_cache_memory <= 0) {

@@ -151,7 +151,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
 
 Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
   const KvCacheShape& s = plan.shape;
-  if (s.dtype_bytes != 2) return Status::error("the CUDA KV cache is bf16: plan it with kv_dtype_bytes 2");
+  if (s.dtype != KvDtype::kBfloat16) return Status::error("the CUDA KV cache is bf16: plan it as bfloat16");
   kv_.block_size = s.block_size;
   kv_.layer_elems = s.num_blocks * s.block_size * s.kv_dim();
   if (Status st = kv_.storage.allocate(static_cast<size_t>(2 * s.num_layers * kv_.layer_elems), "the KV cache");

@@ -55,7 +55,7 @@ void AttentionBlock::forward(const float* x, const ForwardBatch& batch, KvCache&
   }
   cpu::apply_rope(s.q.data(), batch.positions.data(), n, nh, hd, inv_freq, c.rope_layout);
   cpu::apply_rope(s.k.data(), batch.positions.data(), n, nkv, hd, inv_freq, c.rope_layout);
-  cpu::write_kv_cache(s.k.data(), s.v.data(), batch, nkv * hd, cache.k(layer_), cache.v(layer_));
+  cpu::write_kv_cache(s.k.data(), s.v.data(), batch, nkv * hd, cache.k(layer_), cache.v(layer_), cache.dtype());
   cpu::AttentionShape shape;
   shape.num_heads = nh;
   shape.num_kv_heads = nkv;
@@ -63,7 +63,7 @@ void AttentionBlock::forward(const float* x, const ForwardBatch& batch, KvCache&
   shape.block_size = cache.shape().block_size;
   shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   shape.sliding_window = c.sliding_window.value_or(0);
-  cpu::paged_attention(s.q.data(), cache.k(layer_), cache.v(layer_), batch, shape, s.attn.data());
+  cpu::paged_attention(s.q.data(), cache.k(layer_), cache.v(layer_), batch, shape, s.attn.data(), cache.dtype());
   o_proj_.forward(s.attn.data(), n, out);
 }
 

@@ -112,6 +112,20 @@ class DecoderModel::CpuPass : public DecoderBackend {
   const float eps_;
 };
 
+KvDtype DecoderModel::auto_kv_dtype() const {
+  // The attention projections' storage is the checkpoint's precision (embeddings and heads
+  // are often kept wider in quantized files).
+  const DType w = layers_.empty() ? embedding_.dtype : layers_.front().attention.k_proj().weight().dtype;
+  switch (w) {
+    case DType::kF32:
+      return KvDtype::kFloat32;
+    case DType::kBF16:
+      return KvDtype::kBfloat16;
+    default:  // float16 and every quantized type
+      return KvDtype::kFloat16;
+  }
+}
+
 void DecoderModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
   CpuPass pass(*this, batch, cache);
   const Status s = definition_(config_, pass);
