@@ -58,6 +58,20 @@ def _exit_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
+def kill_process_group(proc: subprocess.Popen | None) -> None:
+    """SIGKILL to a still-running child started in its own process group, then reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def child_env() -> dict[str, str]:
     """The environment of the tessera processes the tests start: OMP_WAIT_POLICY=passive unless
     set. By default libgomp's threads spin at every fork, join and barrier before they sleep;
@@ -229,15 +243,7 @@ class Server:
         raise AssertionError("no VmRSS")
 
     def _kill_if_running(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_process_group(self.proc)
 
     def stop(self, timeout: float = 40.0) -> int | None:
         """SIGTERM, waits up to `timeout` s; returns the exit status (None: had to SIGKILL)."""

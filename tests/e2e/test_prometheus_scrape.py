@@ -190,15 +190,7 @@ class Prometheus:
         return None
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
+        sf.kill_process_group(self.proc)
 
     def stop(self) -> None:
         """SIGTERM (SIGKILL after 10 s), then removes the directory unless logs are kept."""
