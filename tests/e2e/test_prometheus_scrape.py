@@ -88,6 +88,7 @@ class Prometheus:
     """One `prometheus` process scraping `target` every second; its files in a temp dir."""
 
     def __init__(self, binary: str, target: str):
+        self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="tessera-e2e-prometheus-")
         self.config = os.path.join(self.dir, "prometheus.yml")
         self.log_path = os.path.join(self.dir, "prometheus.log")
@@ -453,6 +454,22 @@ class PrometheusScrapeTest(unittest.TestCase):
         untyped = sorted(n for n, k in meta.items() if n.startswith(("vllm:", "tessera:")) and k not in
                          ("gauge", "counter", "histogram"))
         self.assertEqual(untyped, [])
+
+    def test_promtool_finds_only_vllms_own_naming(self):
+        # promtool's lint of the exposition: a parse error fails; its only findings are the
+        # names vLLM itself exports (colons in vllm:* / tessera:*, and vLLM's histogram named
+        # vllm:iteration_tokens_total).
+        promtool = shutil.which("promtool") or os.path.join(os.path.dirname(PROM.binary), "promtool")
+        if not os.path.exists(promtool):
+            self.skipTest("promtool is not installed")
+        done = subprocess.run([promtool, "check", "metrics"], input=SERVER.metrics_text().encode(),
+                              capture_output=True, timeout=60)
+        report = (done.stdout + done.stderr).decode()
+        self.assertIn(done.returncode, (0, 3), report)  # 3: lint findings, 1: unreadable
+        unexpected = [line for line in report.splitlines() if line.strip()
+                      and not line.endswith("metric names should not contain ':'")
+                      and line != 'vllm:iteration_tokens_total non-counter metrics should not have "_total" suffix']
+        self.assertEqual(unexpected, [], report)
 
     def test_counter_metadata_under_the_sample_name(self):
         # vLLM's exposition (prometheus_client) writes `# TYPE vllm:generation_tokens_total
