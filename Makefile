@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 THREADS ?= $(JOBS)
 CMAKE_FLAGS ?=
 
-.PHONY: setup build build-asan test test-asan hostile-asan run fuzz bench clean
+.PHONY: setup build build-asan test test-asan python-install hostile-asan run fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -40,9 +40,16 @@ hostile-asan: setup $(ASAN_BUILD)/build.ninja
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  TESSERA_BIN=$(ASAN_BUILD)/bin/tessera python3 tests/e2e/test_$$t.py || exit 1; done
 
+# The Python package (pip install .) built in the same tree as the CLI and the tests, then
+# imported from outside the source tree.
+python-install: build
+	python3 -m pip install -q --no-build-isolation --config-settings=build-dir=$(BUILD) .
+	cd /tmp && python3 -c "import tessera, tessera._core; from tessera import LLM, SamplingParams; print('tessera', tessera.__version__, 'from', tessera.__file__)"
+
 test: setup
 	$(MAKE) build
 	$(MAKE) test-asan
+	$(MAKE) python-install
 	cd $(BUILD) && ctest --output-on-failure
 
 run: setup build
