@@ -36,18 +36,22 @@ struct ChatOptions {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // e.g. enable_thinking
 };
 
-// Beam search (vLLM's LLM.beam_search): keeps the beam_width sequences of highest
-// cumulative logprob, scored at the end by cum_logprob / len^length_penalty.
+// Beam search (vLLM's LLM.beam_search and BeamSearchParams; src/engine/beam_search_state.h):
+// each step keeps the beam_width candidates of highest cumulative logprob, every candidate
+// whose token is EOS (unless ignore_eos) is set aside as finished, and the result is ranked by
+// cum_logprob / len^length_penalty (len: the sequence, prompt included, without a final EOS).
 struct BeamSearchParams {
   int64_t beam_width = 4;
   int64_t max_tokens = 16;
   bool ignore_eos = false;
   double length_penalty = 1.0;
+  float temperature = 0.0f;  // of each step's draw (the candidates are the top logprobs either way)
 };
 
 struct BeamSequence {
   std::vector<int32_t> token_ids;  // prompt + generated
-  std::vector<int32_t> output_token_ids;
+  std::vector<int32_t> output_token_ids;  // ends with the EOS token when finished_by_eos
+  std::vector<PositionLogprobs> logprobs;  // per generated token: its step's candidates, best first
   std::string text;                // of the generated tokens
   double cum_logprob = 0.0;
   bool finished_by_eos = false;
@@ -76,8 +80,8 @@ class LLM {
   // The rendered prompt text of one conversation.
   Result<std::string> apply_chat_template(const nlohmann::ordered_json& messages, const ChatOptions& options = {});
 
-  // One output per prompt. Each step runs every live beam for one token through generate()
-  // (the prefix cache makes the shared history free).
+  // One output per prompt. Each step runs every live beam of every prompt for one token in
+  // one batch (the prefix cache makes the shared history free).
   std::vector<BeamSearchOutput> beam_search(const std::vector<PromptInput>& prompts, const BeamSearchParams& params);
 
   // Prefix-cache and scheduler counters since start (for tests and benchmarks).

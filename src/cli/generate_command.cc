@@ -1,5 +1,6 @@
 // `tessera generate`: offline batch generation on the engine, for prompts given as text or
-// token ids; one JSON line (or a short text block) per prompt, in input order.
+// token ids; one JSON line (or a short text block) per prompt, in input order. With
+// --use-beam-search, LLM::beam_search instead (-n the beam width), its sequences as outputs.
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -24,6 +25,8 @@ struct GenerateOptions {
   int64_t seed = -1;
   bool json = false;
   int threads = 0;
+  bool use_beam_search = false;
+  double length_penalty = 1.0;
 };
 
 nlohmann::ordered_json logprobs_json(const PositionLogprobs& pos) {
@@ -91,13 +94,49 @@ Result<PromptInput> parse_prompt_line(const std::string& line, int64_t line_no) 
   return PromptInput(std::move(ids));
 }
 
+// LLM::beam_search's sequences as the outputs of a request, best first: finish_reason "stop"
+// when EOS (the stop token) ended one, else "length"; logprobs (with --logprobs) are each
+// step's candidates.
+std::vector<RequestOutput> beam_search(LLM& llm, const std::vector<PromptInput>& prompts, const GenerateOptions& o) {
+  BeamSearchParams bp;
+  bp.beam_width = o.params.n;
+  bp.max_tokens = o.params.max_tokens;
+  bp.ignore_eos = o.params.ignore_eos;
+  bp.length_penalty = o.length_penalty;
+  bp.temperature = o.params.temperature;
+  const std::vector<BeamSearchOutput> results = llm.beam_search(prompts, bp);
+  std::vector<RequestOutput> outs(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    RequestOutput& r = outs[i];
+    r.prompt = prompts[i].text;
+    r.error = results[i].error;
+    r.finished = true;
+    for (size_t k = 0; k < results[i].sequences.size(); ++k) {
+      const BeamSequence& s = results[i].sequences[k];
+      const auto prompt_end = s.token_ids.end() - static_cast<std::ptrdiff_t>(s.output_token_ids.size());
+      r.prompt_token_ids.assign(s.token_ids.begin(), prompt_end);
+      CompletionOutput c;
+      c.index = static_cast<int64_t>(k);
+      c.text = s.text;
+      c.token_ids = s.output_token_ids;
+      c.cumulative_logprob = s.cum_logprob;
+      if (o.params.logprobs > 0) c.logprobs = s.logprobs;
+      c.finish_reason = s.finished_by_eos ? "stop" : "length";
+      if (s.finished_by_eos) c.stop_token = s.output_token_ids.back();
+      r.outputs.push_back(std::move(c));
+    }
+  }
+  return outs;
+}
+
 std::string dump(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 int run_generate(GenerateOptions& o) {
   set_threads(o.threads);
   apply_activation_precision(o.activation_precision);
   if (o.seed >= 0) o.params.seed = static_cast<uint64_t>(o.seed);
-  if (std::string err = o.params.validate(); !err.empty()) {
+  // Beam search checks its own parameters (n > 1 at temperature 0 is its normal case).
+  if (std::string err = o.use_beam_search ? "" : o.params.validate(); !err.empty()) {
     std::cerr << "error: " << err << "\n";
     return 2;
   }
@@ -133,7 +172,8 @@ int run_generate(GenerateOptions& o) {
     prompts.push_back(*inputs[i]);
     slot.push_back(i);
   }
-  const std::vector<RequestOutput> outs = (*llm)->generate(prompts, o.params);
+  const std::vector<RequestOutput> outs =
+      o.use_beam_search ? beam_search(**llm, prompts, o) : (*llm)->generate(prompts, o.params);
   std::vector<const RequestOutput*> by_input(inputs.size(), nullptr);
   for (size_t k = 0; k < outs.size(); ++k) by_input[slot[k]] = &outs[k];
   int status = 0;
@@ -169,6 +209,12 @@ void add_generate_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--prompts-file", o->prompts_file, "JSONL file of {\"prompt\": \"...\"} or {\"prompt_token_ids\": [...]}");
   cmd->add_option("--prompt-token-ids", o->prompt_token_ids, "One prompt as token ids")->delimiter(',');
   add_sampling_options(cmd, &o->params, &o->seed);
+  cmd->add_flag("--use-beam-search", o->use_beam_search,
+                "Beam search (vLLM's LLM.beam_search): -n is the beam width; --max-tokens, --ignore-eos, "
+                "--temperature and --length-penalty apply, the other sampling flags do not");
+  cmd->add_option("--length-penalty", o->length_penalty,
+                  "Beam search ranks by cum_logprob / len^length_penalty (len: prompt + output, a final "
+                  "EOS not counted)");
   cmd->add_flag("--json", o->json, "One JSON line per prompt");
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
   add_activation_precision_option(cmd, &o->activation_precision);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
 #include "server/worker_pool.h"
+#include "tessera/llm.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::server {
@@ -43,6 +45,15 @@ struct ApiServerConfig {
   size_t max_pending_work = 512;          // requests queued for the workers; more: 503
   size_t max_pending_heavy_work = 64;     // the same for work on large inputs
   std::string version;
+};
+
+// One prompt's search of a use_beam_search request (vLLM's extra; n is the beam width).
+struct BeamSearchRequest {
+  std::vector<int32_t> prompt_ids;
+  BeamSearchParams params;
+  int32_t priority = 0;
+  bool include_stop_str_in_output = false;  // the EOS token stays in a finished beam's tokens
+  bool skip_special_tokens = true;          // of the beams' text
 };
 
 class ApiServer {
@@ -106,6 +117,21 @@ class ApiServer {
   bool truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const;
   // The request's bad_words as token sequences (needs the tokenizer).
   void resolve_bad_words(SamplingParams* params) const;
+
+  // vLLM's use_beam_search (src/server/serving_beam_search.cc). The search of a prompt whose
+  // request is parsed and its max_tokens fitted, checked as vLLM checks it (each step asks for
+  // 2 * n logprobs, which --max-logprobs bounds), and the prompt as the engine checks each
+  // step's. Throws a 400.
+  BeamSearchRequest beam_search_request(std::vector<int32_t> prompt_ids, const SamplingParams& params,
+                                        double length_penalty, int32_t priority) const;
+  // Runs the searches side by side, each step through the engine without blocking a thread;
+  // the client leaving aborts the step's requests. At the end hands on_batch(search, batch)
+  // each search's finished batch: one delta per beam (index: rank, best first; text, tokens,
+  // their steps' candidates as top logprobs, finish_reason "stop" (EOS) or "length"), or the
+  // error. Streaming, *sse (what the handler has ready first, then what on_batch adds) is
+  // written. False when the client left.
+  net::awaitable<bool> run_beam_search(HttpExchange& ex, const std::vector<BeamSearchRequest>& searches,
+                                       const std::function<void(size_t, StreamBatch&)>& on_batch, std::string* sse);
 
   ApiServerConfig config_;
   AsyncEngine& engine_;

@@ -267,6 +267,15 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
   }
 }
 
+// vLLM's use_beam_search and length_penalty (any finite number, as vLLM's float).
+void parse_beam_search(const Json& b, bool* use_beam_search, double* length_penalty) {
+  if (auto* v = field(b, "use_beam_search")) *use_beam_search = get_bool(*v, "use_beam_search");
+  if (auto* v = field(b, "length_penalty")) {
+    *length_penalty = get_number(*v, "length_penalty", -std::numeric_limits<double>::max(),
+                                 std::numeric_limits<double>::max());
+  }
+}
+
 void parse_stream_options(const Json& b, bool* stream, bool* include_usage, bool* continuous_usage) {
   if (auto* v = field(b, "stream")) *stream = get_bool(*v, "stream");
   if (auto* v = field(b, "stream_options")) {
@@ -401,6 +410,9 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
+  parse_beam_search(b, &r.use_beam_search, &r.length_penalty);
+  // vLLM's text; its chat route streams a beam search's result instead.
+  if (r.stream && r.use_beam_search) bad_request("Streaming is not currently supported with beam search");
   return r;
 }
 
@@ -486,6 +498,7 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
   r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
+  parse_beam_search(b, &r.use_beam_search, &r.length_penalty);
   return r;
 }
 

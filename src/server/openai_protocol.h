@@ -65,6 +65,8 @@ struct CompletionRequest {
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids and token_ids in each choice
   std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
+  bool use_beam_search = false;  // vLLM's extra: beam search, n the beam width (not with stream)
+  double length_penalty = 1.0;   // vLLM's extra: beam search's score is cum_logprob / len^length_penalty
 };
 
 struct ChatRequest {
@@ -90,6 +92,8 @@ struct ChatRequest {
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids (top level) and each choice's token_ids
   std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
+  bool use_beam_search = false;  // vLLM's extra: beam search, n the beam width
+  double length_penalty = 1.0;   // vLLM's extra: beam search's score is cum_logprob / len^length_penalty
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

@@ -14,6 +14,7 @@ struct PreparedChat {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
   size_t fixed_reply_bytes = 0;  // the least the reply takes, from the request alone
+  std::vector<BeamSearchRequest> beams;  // use_beam_search: the one search
 };
 
 // With echo, what the reply repeats before its own text (vLLM's rule): the last message's
@@ -55,6 +56,10 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     ChatRequest& req = p.req;
     check_request(req.model, req.priority, 1, req.params.n);
     check_logprobs(req.logprobs ? req.top_logprobs : -1, req.prompt_logprobs);
+    if (req.use_beam_search) {  // vLLM's beam search reports no prompt logprobs
+      req.prompt_logprobs = -1;
+      req.params.prompt_logprobs = -1;
+    }
     p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
                            req.continue_final_message, req.chat_template);
     return p;
@@ -65,10 +70,14 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     p.prompt_ids = encode(p.prompt, req.add_special_tokens, "messages");
     truncate_prompt(&p.prompt_ids, req.truncate_prompt_tokens);
     p.params = req.params;
-    resolve_bad_words(&p.params);
+    if (!req.use_beam_search) resolve_bad_words(&p.params);
     if (!req.max_tokens_given) p.params.max_tokens = engine_.max_model_len();  // up to the context
     fit_max_tokens(p.prompt_ids.size(), req.max_tokens_given, &p.params);
-    if (Status s = engine_.validate(p.prompt_ids, p.params); !s.ok()) bad_request(s.message());
+    if (req.use_beam_search) {
+      p.beams.push_back(beam_search_request(p.prompt_ids, p.params, req.length_penalty, req.priority));
+    } else if (Status s = engine_.validate(p.prompt_ids, p.params); !s.ok()) {
+      bad_request(s.message());
+    }
     if (req.prompt_logprobs >= 0) {
       p.fixed_reply_bytes = (p.prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs);
       ReplyBudget(config_.max_response_bytes).charge(p.fixed_reply_bytes);
@@ -80,7 +89,9 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   check_capacity(static_cast<size_t>(params.n));
 
   StreamSet streams(engine_);
-  streams.add(engine_.add_request(GenerateRequest{prompt_ids, params, req.priority, ex.waker()}));
+  if (!req.use_beam_search) {
+    streams.add(engine_.add_request(GenerateRequest{prompt_ids, params, req.priority, ex.waker()}));
+  }
   const std::string id = random_id("chatcmpl-");
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
@@ -115,7 +126,9 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
         estimate.charge(d.text.size() + d.token_ids.size() * per_token);
       }
     };
-    if (!co_await streams.run(ex, on_batch, nullptr)) {
+    const bool done = req.use_beam_search ? co_await run_beam_search(ex, prep.beams, on_batch, nullptr)
+                                          : co_await streams.run(ex, on_batch, nullptr);
+    if (!done) {
       ex.abandon();
       co_return;
     }
@@ -225,7 +238,11 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       event(Json::array({std::move(choice)}), running_usage(d.index));
     }
   };
-  if (!co_await streams.run(ex, on_batch, &out)) {
+  // Beam search streams as vLLM's does: the roles first, then each choice's whole text in
+  // one chunk with its finish_reason once the search ends.
+  const bool done = req.use_beam_search ? co_await run_beam_search(ex, prep.beams, on_batch, &out)
+                                        : co_await streams.run(ex, on_batch, &out);
+  if (!done) {
     ex.abandon();
     co_return;
   }

@@ -14,6 +14,7 @@ struct PreparedCompletion {
   std::vector<SamplingParams> params;
   std::vector<std::string> prompt_texts;  // echo: what each choice's text starts with
   size_t fixed_reply_bytes = 0;           // the least the reply takes, from the request alone
+  std::vector<BeamSearchRequest> beams;  // use_beam_search: one search per prompt
 };
 
 // Fewest reply bytes one generated token adds beyond its text: its entries in tokens,
@@ -33,7 +34,14 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     CompletionRequest& req = p.req;
     check_request(req.model, req.priority, req.prompts.size(), req.params.n);
     check_logprobs(req.logprobs, req.prompt_logprobs);
-    resolve_bad_words(&req.params);
+    if (req.use_beam_search) {
+      // vLLM's beam search reports no prompt logprobs (and fails on echo with logprobs).
+      if (req.echo && req.logprobs >= 0) bad_request("echo with logprobs is not supported with beam search", "echo");
+      req.prompt_logprobs = -1;
+      req.params.prompt_logprobs = -1;
+    } else {
+      resolve_bad_words(&req.params);
+    }
     const size_t num_prompts = req.prompts.size();
     p.prompt_ids.resize(num_prompts);
     p.params.assign(num_prompts, req.params);
@@ -45,7 +53,11 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       ids = spec.text ? encode(*spec.text, req.add_special_tokens, "prompt") : std::move(spec.token_ids);
       const bool truncated = truncate_prompt(&ids, req.truncate_prompt_tokens);
       fit_max_tokens(ids.size(), req.max_tokens_given, &p.params[i]);
-      if (Status s = engine_.validate(ids, p.params[i]); !s.ok()) bad_request(s.message());
+      if (req.use_beam_search) {
+        p.beams.push_back(beam_search_request(ids, p.params[i], req.length_penalty, req.priority));
+      } else if (Status s = engine_.validate(ids, p.params[i]); !s.ok()) {
+        bad_request(s.message());
+      }
       if (req.echo && spec.text && !truncated) p.prompt_texts[i] = *spec.text;
       if (req.echo && (!spec.text || truncated) && tok_ != nullptr) {
         auto text = tok_->decode(ids, /*skip_special_tokens=*/false);
@@ -68,7 +80,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
 
   StreamSet streams(engine_);
   const std::function<void()> wake = ex.waker();
-  for (size_t i = 0; i < num_prompts; ++i) {
+  for (size_t i = 0; i < num_prompts && !req.use_beam_search; ++i) {
     streams.add(engine_.add_request(GenerateRequest{prompt_ids[i], prep.params[i], req.priority, wake}));
   }
   const std::string id = random_id("cmpl-");
@@ -106,7 +118,10 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
         estimate.charge(d.text.size() + (req.logprobs >= 0 ? d.token_ids.size() * kMinLogprobTokenBytes : 0));
       }
     };
-    if (!co_await streams.run(ex, on_batch, nullptr)) {
+    // Beam search (never streamed: refused when parsed) hands over its result at the end.
+    const bool done = req.use_beam_search ? co_await run_beam_search(ex, prep.beams, on_batch, nullptr)
+                                          : co_await streams.run(ex, on_batch, nullptr);
+    if (!done) {
       ex.abandon();
       co_return;
     }

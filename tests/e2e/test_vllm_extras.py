@@ -41,6 +41,7 @@ client:
   their name; `--enable-tokenizer-info-endpoint` adds GET /tokenizer_info.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
   wins): logprob tokens named "token_id:N", N the generated id.
+- `use_beam_search` (request, with `length_penalty`): its own file, test_vllm_beam_search.py.
 
 Run: TESSERA_BIN=build/bin/tessera python3 tests/e2e/test_vllm_extras.py [-k PATTERN]
 Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).

@@ -162,6 +162,26 @@ TEST(OpenAiProtocol, BadFieldsNameTheField) {
   EXPECT_EQ(error_param(c, std::string(100000, '[') + std::string(100000, ']')), "<none>");
 }
 
+// vLLM's use_beam_search and length_penalty: parsed on both routes; a streamed completion
+// with beam search is vLLM's 400 (chat streams it).
+TEST(OpenAiProtocol, BeamSearchFields) {
+  const CompletionRequest off = completion(R"({"prompt": "x"})");
+  EXPECT_FALSE(off.use_beam_search);
+  EXPECT_EQ(off.length_penalty, 1.0);
+  const CompletionRequest c = completion(R"({"prompt": "x", "n": 3, "use_beam_search": true, "length_penalty": "0.5"})");
+  EXPECT_TRUE(c.use_beam_search);
+  EXPECT_EQ(c.params.n, 3);
+  EXPECT_EQ(c.length_penalty, 0.5);
+  const ChatRequest ch = chat(R"({"messages": [{"role": "user", "content": "x"}], "use_beam_search": "yes",
+                                  "length_penalty": -2, "stream": true})");
+  EXPECT_TRUE(ch.use_beam_search);
+  EXPECT_EQ(ch.length_penalty, -2.0);
+  EXPECT_EQ(error_text(completion, R"({"prompt": "x", "use_beam_search": true, "stream": true})"),
+            "Streaming is not currently supported with beam search");
+  EXPECT_EQ(error_param(completion, R"({"prompt": "x", "use_beam_search": []})"), "use_beam_search");
+  EXPECT_EQ(error_param(completion, R"({"prompt": "x", "length_penalty": "long"})"), "length_penalty");
+}
+
 TEST(OpenAiProtocol, ChatMessages) {
   auto r = chat(R"({"messages": [{"role": "system", "content": "s"},
                                  {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
