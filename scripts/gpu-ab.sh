@@ -6,7 +6,8 @@
 #   device:  scripts/gpu-ab.sh build                  (carry .gpu-deps .gpu-data build-ab; both
 #            revisions built side by side, NEW with scripts/gpu-check.sh's `cuda weights8b`)
 #   device:  scripts/gpu-ab.sh bench [ROUNDS]         (the next call, same warm machine: the
-#            bench8b commands, NEW and OLD alternated; 1000 x 1000 once each if time is left)
+#            bench8b commands, NEW and OLD alternated; 1000 x 1000 once each if time is left,
+#            unless SKIP_1000=1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -64,6 +65,7 @@ bench)
     done
   done
   for v in new old; do
+    [ "${SKIP_1000:-0}" = 1 ] && break
     [ $((SECONDS - T0)) -gt 350 ] && break  # one call may run 10 minutes
     run $v throughput_1000 bench throughput --model $M --max-model-len 4096 --num-prompts 1000 --input-len 1000 \
       --output-len 1000 --max-num-seqs 512 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.95
