@@ -78,18 +78,13 @@ class LLM:
         a.seed = seed
         a.disable_log_stats = disable_log_stats
         a.disable_progress_bar = True
-        if max_model_len is not None:
-            a.max_model_len = max_model_len
-        if max_num_seqs is not None:
-            a.max_num_seqs = max_num_seqs
-        if max_num_batched_tokens is not None:
-            a.max_num_batched_tokens = max_num_batched_tokens
-        if kv_cache_memory_bytes is not None:
-            a.kv_cache_memory = kv_cache_memory_bytes
-        if kv_offloading_size is not None:
-            a.kv_offloading_size = kv_offloading_size
-        if block_size is not None:
-            a.block_size = block_size
+        # None: the engine's default.
+        for field, value in (("max_model_len", max_model_len), ("max_num_seqs", max_num_seqs),
+                             ("max_num_batched_tokens", max_num_batched_tokens),
+                             ("kv_cache_memory", kv_cache_memory_bytes), ("kv_offloading_size", kv_offloading_size),
+                             ("block_size", block_size)):
+            if value is not None:
+                setattr(a, field, value)
         self._engine = _core.LLM.create(a)
         self._request_counter = itertools.count()
 
