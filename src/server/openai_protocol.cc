@@ -188,9 +188,29 @@ std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
   return ids;
 }
 
+// Constrained decoding is not built yet: a request that asks for it gets a 400 naming the
+// field, never unconstrained text that looks like an answer.
+void refuse_structured_outputs(const Json& b) {
+  for (const char* name : {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
+    if (field(b, name) != nullptr) bad_request(std::string(name) + " (structured outputs) is not supported yet", name);
+  }
+  if (const Json* rf = field(b, "response_format")) {
+    const auto type = rf->is_object() ? rf->find("type") : rf->end();
+    const bool text = rf->is_object() && type != rf->end() && type->is_string() && *type == "text";
+    if (!text) {
+      const std::string what = rf->is_object() && type != rf->end() && type->is_string()
+                                   ? type->get<std::string>()
+                                   : std::string("of this shape");
+      bad_request("response_format " + what + " (structured outputs) is not supported yet; only {\"type\": \"text\"}",
+                  "response_format");
+    }
+  }
+}
+
 // Fields shared by completions and chat (everything but max_tokens and logprobs).
 void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p) {
   constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+  refuse_structured_outputs(b);
   if (d.temperature) p->temperature = *d.temperature;
   if (d.top_p) p->top_p = *d.top_p;
   if (d.top_k) p->top_k = *d.top_k;

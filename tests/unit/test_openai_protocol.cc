@@ -39,6 +39,23 @@ std::string error_text(F parse, const std::string& body) {
   }
 }
 
+// Structured outputs are not built: asking for them is a 400 naming the field, not free text.
+TEST(OpenAiProtocol, StructuredOutputRequestsAreRefusedByName) {
+  auto c = [](const std::string& b) { return completion(b); };
+  auto h = [](const std::string& b) { return chat(b); };
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": {"type": "json_object"}})"), "response_format");
+  EXPECT_NE(error_text(h, "{" + msgs + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})")
+                .find("json_schema (structured outputs) is not supported yet"),
+            std::string::npos);
+  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": {"type": "text"}})"), "ok");
+  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": null})"), "ok");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "guided_json": {"type": "object"}})"), "guided_json");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "guided_choice": ["a", "b"]})"), "guided_choice");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})"), "structured_outputs");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "response_format": "json"})"), "response_format");
+}
+
 TEST(OpenAiProtocol, ValidationAsVllmDoesIt) {
   auto c = [](const std::string& b) { return completion(b); };
   auto h = [](const std::string& b) { return chat(b); };
