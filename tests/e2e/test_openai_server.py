@@ -720,9 +720,11 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual(resp.choices[0].finish_reason, "length")
 
         def done():
+            # The request's counters, and its last step's observation, which the engine loop
+            # records after it hands out the request's final output.
             t = SERVER.metrics_text()
-            return t if (sf.metric_value(t, "vllm:request_success_total",
-                                         finished_reason="length") or 0) >= s0 + 1 else None
+            return t if ((sf.metric_value(t, "vllm:request_success_total", finished_reason="length") or 0) >= s0 + 1
+                         and (sf.metric_value(t, "vllm:iteration_tokens_total_count") or 0) >= steps0 + 5) else None
         after = sf.wait_for(done, 5.0) or SERVER.metrics_text()
         self.assertEqual(sf.metric_value(after, "vllm:prompt_tokens_total") - p0,
                          resp.usage.prompt_tokens)
