@@ -8,7 +8,7 @@ namespace {
 bool in_vocab(int64_t id, const RequestLimits& limits) { return id >= 0 && id < limits.vocab_size; }
 
 Status out_of_vocab(const std::string& what, int64_t id, const RequestLimits& limits) {
-  return Status::error(what + " token id " + std::to_string(id) + " is out of the vocabulary [0, " +
+  return Status::error(what + " token id " + std::to_string(id) + " is out of vocabulary [0, " +
                        std::to_string(limits.vocab_size) + ")");
 }
 

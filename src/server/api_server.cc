@@ -400,7 +400,7 @@ std::string ApiServer::detokenize_reply(const std::string& request_body) const {
     const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
     const int64_t id = huge ? -1 : v.get<int64_t>();
     if (huge || id < 0 || id >= engine_.vocab_size()) {
-      bad_request("token id " + v.dump() + " is out of the vocabulary [0, " + std::to_string(engine_.vocab_size()) + ")",
+      bad_request("token id " + v.dump() + " is out of vocabulary [0, " + std::to_string(engine_.vocab_size()) + ")",
                   "tokens");
     }
     ids.push_back(static_cast<int32_t>(id));

@@ -209,7 +209,7 @@ TEST(LlmEngine, BadRequestsFailAloneAndOthersRun) {
                                       std::vector<int32_t>(200, 5), std::vector<int32_t>{}, std::vector<int32_t>{1, 4, 5}};
   const auto out = (*llm)->generate(prompts, p);
   EXPECT_TRUE(out[0].error.empty());
-  EXPECT_NE(out[1].error.find("prompt token id 9999 is out of the vocabulary"), std::string::npos) << out[1].error;
+  EXPECT_NE(out[1].error.find("prompt token id 9999 is out of vocabulary"), std::string::npos) << out[1].error;
   EXPECT_NE(out[2].error.find("maximum context length is 128"), std::string::npos) << out[2].error;
   EXPECT_FALSE(out[3].error.empty());
   EXPECT_TRUE(out[4].error.empty());

@@ -93,7 +93,7 @@ TEST_F(ModelErrors, BadRequestsFailAlone) {
   p.max_tokens = 4;
   auto out = g.generate({1, 512}, p);
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.error().find("prompt token id 512 is out of the vocabulary [0, 512)"), std::string::npos)
+  EXPECT_NE(out.error().find("prompt token id 512 is out of vocabulary [0, 512)"), std::string::npos)
       << out.error();
   out = g.generate({}, p);
   ASSERT_FALSE(out.ok());
