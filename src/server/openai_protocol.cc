@@ -380,7 +380,11 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   const Json* prompt = field(b, "prompt");
   // vLLM's text: one request may carry prompt_embeds instead (not supported here).
   const std::string kNoPrompt = "Either prompt or prompt_embeds must be provided and non-empty.";
-  if (field(b, "prompt_embeds") != nullptr) bad_request("prompt_embeds is not supported", "prompt_embeds");
+  if (const Json* embeds = field(b, "prompt_embeds")) {
+    // An empty prompt_embeds without a prompt is vLLM's "neither" case; real ones are not built.
+    const bool empty = (embeds->is_array() || embeds->is_string()) && embeds->empty();
+    if (!(empty && prompt == nullptr)) bad_request("prompt_embeds is not supported", "prompt_embeds");
+  }
   if (prompt == nullptr) bad_request(kNoPrompt, "prompt");
   if (prompt->is_string()) {
     if (prompt->get_ref<const std::string&>().empty()) bad_request(kNoPrompt, "prompt");

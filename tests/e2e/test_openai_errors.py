@@ -135,6 +135,13 @@ class ErrorsTest(unittest.TestCase):
         # No prompt, or an empty one: vLLM's words.
         e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="", max_tokens=2)
         self.assertIn("Either prompt or prompt_embeds must be provided and non-empty.", str(e))
+        # An empty prompt_embeds and no prompt is the same case (vLLM's test_prompt_validation).
+        code, _, raw = SERVER.request("POST", "/v1/completions", {"prompt": None, "prompt_embeds": [], "max_tokens": 1})
+        self.assertEqual(code, 400, raw[:300])
+        self.assertIn(b"Either prompt or prompt_embeds must be provided and non-empty.", raw)
+        code, _, raw = SERVER.request("POST", "/v1/completions", {"prompt_embeds": "AAAA", "max_tokens": 1})
+        self.assertEqual(code, 400, raw[:300])
+        self.assertIn(b"prompt_embeds is not supported", raw)
 
     def test_wrong_type(self):
         e = self.assert_client_error(openai.BadRequestError, 400, model=NAME, prompt="x",
