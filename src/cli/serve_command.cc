@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <filesystem>
 #include <fstream>
@@ -193,7 +194,13 @@ int run_serve(ServeOptions o) {
   server::ApiServerConfig config = o.api;
   config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
   config.model_path = o.engine.model;
-  if (!o.api_key.empty()) config.api_key = o.api_key;
+  // vLLM's server takes its key from VLLM_API_KEY when --api-key is not given: a deployment
+  // that sets only the variable must not serve without a key.
+  std::string api_key = o.api_key;
+  if (api_key.empty()) {
+    if (const char* env = std::getenv("VLLM_API_KEY"); env != nullptr) api_key = env;
+  }
+  if (!api_key.empty()) config.api_key = api_key;
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
   while (!config.root_path.empty() && config.root_path.back() == '/') config.root_path.pop_back();
@@ -278,7 +285,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->get_option("--model")->required(false);
   cmd->add_option("--host", o->http.host, "Address to listen on (not with --uds)");
   cmd->add_option("--port", o->http.port, "Port (0: any free port; not with --uds)");
-  cmd->add_option("--api-key", o->api_key, "Require Authorization: Bearer KEY on every route but /health")
+  cmd->add_option("--api-key", o->api_key,
+                  "Require Authorization: Bearer KEY on every route but /health (default: $VLLM_API_KEY, as vLLM)")
       ->envname("TESSERA_API_KEY");
   cmd->add_option("--served-model-name", o->served_model_name, "Model name of the API (default: MODEL as given)");
   cmd->add_option("--chat-template", o->chat_template, "Chat template: .jinja, tokenizer_config.json or .gguf");

@@ -672,6 +672,32 @@ class ReturnTokensAsTokenIdsTest(unittest.TestCase):
             self.assertTrue(all(t["token"].startswith("token_id:") for t in e["top_logprobs"]))
 
 
+
+class VllmApiKeyTest(unittest.TestCase):
+    """vLLM's server reads its key from VLLM_API_KEY when --api-key is not given."""
+
+    def test_the_environments_key_is_required(self):
+        binary, model = sf.preflight()
+        saved = os.environ.get("VLLM_API_KEY")
+        os.environ["VLLM_API_KEY"] = "abc-123"
+        try:
+            server = sf.Server(binary, model, [], name="vllm_api_key")
+        finally:
+            if saved is None:
+                del os.environ["VLLM_API_KEY"]
+            else:
+                os.environ["VLLM_API_KEY"] = saved
+        try:
+            body = {"model": NAME, "prompt": "x", "max_tokens": 1}
+            self.assertEqual(server.request("POST", "/v1/completions", body)[0], 401)
+            self.assertEqual(server.request("POST", "/v1/completions", body,
+                                            headers={"Authorization": "Bearer abc"})[0], 401)
+            self.assertEqual(server.request("POST", "/v1/completions", body,
+                                            headers={"Authorization": "Bearer abc-123"})[0], 200)
+            self.assertEqual(server.request("GET", "/health")[0], 200)
+        finally:
+            sf.stop_module_server(server)
+
 if __name__ == "__main__":
     sf.preflight(need_openai=True)
     sf.run_tests()
