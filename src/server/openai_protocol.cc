@@ -250,17 +250,27 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
   if (auto* v = field(b, "logit_bias")) {
     if (!v->is_object()) wrong_type("logit_bias", "an object of token id to bias", *v);
     if (v->size() > 1024) bad_request("logit_bias holds at most 1024 entries", "logit_bias");
+    std::string not_integers;  // vLLM names every key that is no integer, as a Python list
     for (const auto& [key, bias] : v->items()) {
-      int64_t id = -1;
+      std::optional<int64_t> id;
       try {
         size_t used = 0;
-        id = std::stoll(key, &used);
-        if (used != key.size()) id = -1;
+        const int64_t parsed = std::stoll(key, &used);
+        if (used == key.size()) id = parsed;
       } catch (const std::exception&) {
-        id = -1;
       }
-      if (id < 0 || id > kMaxInt32) bad_request("logit_bias keys must be token ids, not \"" + key + "\"", "logit_bias");
-      p->logit_bias[static_cast<int32_t>(id)] = static_cast<float>(get_number(bias, "logit_bias", -100.0, 100.0));
+      if (!id) {
+        std::string quoted;
+        for (char ch : key) quoted += ch == '\'' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+        not_integers += (not_integers.empty() ? "'" : ", '") + quoted + "'";
+        continue;
+      }
+      if (*id < 0 || *id > kMaxInt32) bad_request("logit_bias keys must be token ids, not \"" + key + "\"", "logit_bias");
+      p->logit_bias[static_cast<int32_t>(*id)] = static_cast<float>(get_number(bias, "logit_bias", -100.0, 100.0));
+    }
+    if (!not_integers.empty()) {
+      bad_request("logit_bias contains key(s) that cannot be converted to integer token IDs: [" + not_integers + "]",
+                  "logit_bias");
     }
   }
   if (auto* v = field(b, "min_tokens")) p->min_tokens = get_int(*v, "min_tokens", 0, kMaxInt32);

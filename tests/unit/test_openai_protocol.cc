@@ -56,6 +56,14 @@ TEST(OpenAiProtocol, StructuredOutputRequestsAreRefusedByName) {
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "response_format": "json"})"), "response_format");
 }
 
+TEST(OpenAiProtocol, LogitBiasNamesEveryKeyThatIsNoInteger) {
+  auto c = [](const std::string& b) { return completion(b); };
+  EXPECT_EQ(error_text(c, R"({"prompt": "x", "logit_bias": {"bad1": 1, "5": 2, "bad2": 3}})"),
+            "logit_bias contains key(s) that cannot be converted to integer token IDs: ['bad1', 'bad2']");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"-5": 1}})"), "logit_bias");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"5": 1, "7": -2}})"), "ok");
+}
+
 TEST(OpenAiProtocol, ValidationAsVllmDoesIt) {
   auto c = [](const std::string& b) { return completion(b); };
   auto h = [](const std::string& b) { return chat(b); };
