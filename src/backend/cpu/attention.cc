@@ -99,6 +99,19 @@ float exp_and_sum(float* s, int64_t n, float max) {
 
 namespace {
 
+// f.template operator()<E>() with E the element type of `dtype`: one dispatch for every op.
+template <typename F>
+void with_element(KvDtype dtype, F&& f) {
+  switch (dtype) {
+    case KvDtype::kFloat32:
+      return f.template operator()<F32>();
+    case KvDtype::kFloat16:
+      return f.template operator()<F16>();
+    case KvDtype::kBfloat16:
+      return f.template operator()<Bf16>();
+  }
+}
+
 template <typename E>
 void write_kv(const float* k, const float* v, const ForwardBatch& batch, int64_t kv_dim, void* k_cache,
               void* v_cache) {
@@ -115,19 +128,13 @@ void write_kv(const float* k, const float* v, const ForwardBatch& batch, int64_t
 
 void write_kv_cache(const float* k, const float* v, const ForwardBatch& batch, int64_t kv_dim, void* k_cache,
                     void* v_cache, KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::kFloat32:
-      return write_kv<F32>(k, v, batch, kv_dim, k_cache, v_cache);
-    case KvDtype::kFloat16:
-      return write_kv<F16>(k, v, batch, kv_dim, k_cache, v_cache);
-    case KvDtype::kBfloat16:
-      return write_kv<Bf16>(k, v, batch, kv_dim, k_cache, v_cache);
-  }
+  with_element(dtype, [&]<typename E>() { write_kv<E>(k, v, batch, kv_dim, k_cache, v_cache); });
 }
+
+namespace {
 
 // softmax(q k^T * scale) v over each query's visible keys, two passes per (token, head):
 // scores into a scratch row, then exp-normalise and accumulate values.
-namespace {
 
 template <typename E>
 void attend(const float* q, const void* k_data, const void* v_data, const ForwardBatch& batch,
@@ -186,14 +193,7 @@ void attend(const float* q, const void* k_data, const void* v_data, const Forwar
 
 void paged_attention(const float* q, const void* k_cache, const void* v_cache, const ForwardBatch& batch,
                      const AttentionShape& shape, float* out, KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::kFloat32:
-      return attend<F32>(q, k_cache, v_cache, batch, shape, out);
-    case KvDtype::kFloat16:
-      return attend<F16>(q, k_cache, v_cache, batch, shape, out);
-    case KvDtype::kBfloat16:
-      return attend<Bf16>(q, k_cache, v_cache, batch, shape, out);
-  }
+  with_element(dtype, [&]<typename E>() { attend<E>(q, k_cache, v_cache, batch, shape, out); });
 }
 
 }  // namespace tessera::cpu
