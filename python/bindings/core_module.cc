@@ -1,6 +1,8 @@
 // tessera._core: the C++ engine for the Python package (python/tessera/). Plain bindings of
 // the public API (include/tessera/); the package's Python layer gives them vLLM's names,
-// defaults and output classes. The engine runs with the GIL released.
+// defaults and output classes. The engine runs with the GIL released; generate and chat take
+// it back between engine steps for Ctrl-C and the progress bar. JSON (chat messages, tools)
+// crosses as text.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -10,6 +12,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <optional>
 #include <variant>
 
 #include "tessera/llm.h"
@@ -32,6 +35,61 @@ std::vector<PromptInput> to_inputs(const std::vector<Prompt>& prompts) {
     }
   }
   return inputs;
+}
+
+template <typename T>
+T value_or_raise(Result<T> r) {
+  if (!r.ok()) throw nb::value_error(r.error().c_str());
+  return std::move(*r);
+}
+
+// JSON text from the package (json.dumps); "" is null.
+nlohmann::ordered_json parse_json(const std::string& text, const char* what) {
+  if (text.empty()) return nullptr;
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw nb::value_error((std::string(what) + ": not valid JSON").c_str());
+  return j;
+}
+
+ChatOptions chat_options(const std::string& chat_template, bool add_generation_prompt, bool continue_final_message,
+                         const std::string& tools, const std::string& chat_template_kwargs) {
+  ChatOptions o;
+  o.chat_template = chat_template;
+  o.add_generation_prompt = add_generation_prompt;
+  o.continue_final_message = continue_final_message;
+  o.tools = parse_json(tools, "tools");
+  if (!chat_template_kwargs.empty()) o.chat_template_kwargs = parse_json(chat_template_kwargs, "chat_template_kwargs");
+  return o;
+}
+
+// Runs an engine call with the GIL released. Between engine steps the GIL is taken back to
+// run Python's signal handlers (Ctrl-C raises KeyboardInterrupt there) and on_progress (with
+// the number of finished prompts, when it changed). An exception from either aborts the
+// batch; it is raised once the engine has wound the batch down, so the LLM stays usable.
+template <typename Call>
+auto run_with_progress(const nb::object& on_progress, Call&& call) {
+  std::optional<nb::python_error> error;
+  size_t reported = 0;
+  const ProgressCallback on_step = [&](size_t finished) {
+    nb::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (!on_progress.is_none() && finished != reported) {
+        reported = finished;
+        on_progress(finished);
+      }
+      return true;
+    } catch (nb::python_error& e) {
+      error.emplace(std::move(e));
+      return false;
+    }
+  };
+  auto result = [&] {
+    nb::gil_scoped_release release;
+    return call(on_step);
+  }();
+  if (error) throw *error;
+  return result;
 }
 
 }  // namespace
@@ -114,6 +172,34 @@ NB_MODULE(_core, m) {
       .def_ro("metrics", &RequestOutput::metrics)
       .def_ro("error", &RequestOutput::error);
 
+  nb::class_<BeamSearchParams>(m, "BeamSearchParams")
+      .def(nb::init<>())
+      .def_rw("beam_width", &BeamSearchParams::beam_width)
+      .def_rw("max_tokens", &BeamSearchParams::max_tokens)
+      .def_rw("ignore_eos", &BeamSearchParams::ignore_eos)
+      .def_rw("length_penalty", &BeamSearchParams::length_penalty)
+      .def_rw("temperature", &BeamSearchParams::temperature);
+
+  nb::class_<BeamSequence>(m, "BeamSequence")
+      .def_ro("token_ids", &BeamSequence::token_ids)
+      .def_ro("output_token_ids", &BeamSequence::output_token_ids)
+      .def_ro("logprobs", &BeamSequence::logprobs)
+      .def_ro("text", &BeamSequence::text)
+      .def_ro("cum_logprob", &BeamSequence::cum_logprob)
+      .def_ro("finished_by_eos", &BeamSequence::finished_by_eos);
+
+  nb::class_<BeamSearchOutput>(m, "BeamSearchOutput")
+      .def_ro("sequences", &BeamSearchOutput::sequences)
+      .def_ro("error", &BeamSearchOutput::error);
+
+  nb::class_<TokenizerInfo>(m, "TokenizerInfo")
+      .def_ro("vocab_size", &TokenizerInfo::vocab_size)
+      .def_ro("bos_token_id", &TokenizerInfo::bos_token_id)
+      .def_ro("eos_token_id", &TokenizerInfo::eos_token_id)
+      .def_ro("pad_token_id", &TokenizerInfo::pad_token_id)
+      .def_ro("bos_token", &TokenizerInfo::bos_token)
+      .def_ro("eos_token", &TokenizerInfo::eos_token);
+
   nb::class_<LLM>(m, "LLM")
       .def_static(
           "create",
@@ -128,13 +214,61 @@ NB_MODULE(_core, m) {
           nb::arg("args"))
       .def(
           "generate",
-          [](LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& params) {
+          [](LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& params,
+             const nb::object& on_progress) {
+            const std::vector<PromptInput> inputs = to_inputs(prompts);
+            return run_with_progress(on_progress, [&](const ProgressCallback& on_step) {
+              return llm.generate(inputs, params, on_step);
+            });
+          },
+          nb::arg("prompts"), nb::arg("params"), nb::arg("on_progress") = nb::none())
+      .def(
+          "chat",
+          [](LLM& llm, const std::vector<std::string>& conversations, const std::vector<SamplingParams>& params,
+             const std::string& chat_template, bool add_generation_prompt, bool continue_final_message,
+             const std::string& tools, const std::string& chat_template_kwargs, const nb::object& on_progress) {
+            std::vector<nlohmann::ordered_json> convs;
+            for (const std::string& c : conversations) convs.push_back(parse_json(c, "messages"));
+            const ChatOptions options =
+                chat_options(chat_template, add_generation_prompt, continue_final_message, tools, chat_template_kwargs);
+            return run_with_progress(on_progress, [&](const ProgressCallback& on_step) {
+              return llm.chat(convs, params, options, on_step);
+            });
+          },
+          nb::arg("conversations"), nb::arg("params"), nb::arg("chat_template"), nb::arg("add_generation_prompt"),
+          nb::arg("continue_final_message"), nb::arg("tools"), nb::arg("chat_template_kwargs"),
+          nb::arg("on_progress") = nb::none())
+      .def(
+          "apply_chat_template",
+          [](LLM& llm, const std::string& messages, const std::string& chat_template, bool add_generation_prompt,
+             bool continue_final_message, const std::string& tools, const std::string& chat_template_kwargs) {
+            const ChatOptions options =
+                chat_options(chat_template, add_generation_prompt, continue_final_message, tools, chat_template_kwargs);
+            return value_or_raise(llm.apply_chat_template(parse_json(messages, "messages"), options));
+          },
+          nb::arg("messages"), nb::arg("chat_template"), nb::arg("add_generation_prompt"),
+          nb::arg("continue_final_message"), nb::arg("tools"), nb::arg("chat_template_kwargs"))
+      .def(
+          "beam_search",
+          [](LLM& llm, const std::vector<Prompt>& prompts, const BeamSearchParams& params) {
             const std::vector<PromptInput> inputs = to_inputs(prompts);
             nb::gil_scoped_release release;
-            return llm.generate(inputs, params);
+            return llm.beam_search(inputs, params);
           },
           nb::arg("prompts"), nb::arg("params"))
-      .def("decode", &LLM::decode, nb::arg("token_ids"))
+      .def(
+          "encode",
+          [](const LLM& llm, const std::string& text, bool add_special_tokens) {
+            return value_or_raise(llm.encode(text, add_special_tokens));
+          },
+          nb::arg("text"), nb::arg("add_special_tokens") = true)
+      .def(
+          "decode",
+          [](const LLM& llm, const std::vector<int32_t>& ids, bool skip_special_tokens) {
+            return value_or_raise(llm.decode(ids, skip_special_tokens));
+          },
+          nb::arg("token_ids"), nb::arg("skip_special_tokens") = true)
+      .def("tokenizer_info", [](const LLM& llm) { return value_or_raise(llm.tokenizer_info()); })
       .def_prop_ro("max_model_len", &LLM::max_model_len)
       .def_prop_ro("vocab_size", &LLM::vocab_size)
       .def_prop_ro("eos_token_ids", &LLM::eos_token_ids);

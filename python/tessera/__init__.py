@@ -5,9 +5,11 @@
     outputs = llm.generate(["Hello, my name is"], SamplingParams(temperature=0.0, max_tokens=32))
 """
 
+from tessera.beam_search import BeamSearchOutput, BeamSearchSequence
 from tessera.llm import LLM
 from tessera.outputs import CompletionOutput, Logprob, RequestOutput
-from tessera.sampling_params import SamplingParams
+from tessera.sampling_params import BeamSearchParams, SamplingParams
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "Logprob"]
+__all__ = ["LLM", "SamplingParams", "BeamSearchParams", "RequestOutput", "CompletionOutput", "Logprob",
+           "BeamSearchOutput", "BeamSearchSequence"]
 __version__ = "0.1.0"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+import json
+from typing import Any, Callable, Sequence
 
-from tessera import _core
+from tessera import _core, beam_search as _beam_search
+from tessera.beam_search import BeamSearchOutput
 from tessera.outputs import RequestOutput, from_core
-from tessera.sampling_params import SamplingParams
+from tessera.sampling_params import BeamSearchParams, SamplingParams
+from tessera.tokenizer import Tokenizer
 
 _DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
@@ -87,29 +90,93 @@ class LLM:
                 setattr(a, field, value)
         self._engine = _core.LLM.create(a)
         self._request_counter = itertools.count()
+        self._tokenizer: Tokenizer | None = None
 
     def generate(
         self,
         prompts: str | dict | Sequence[str | dict | list[int]],
         sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
-        use_tqdm: bool = True,
+        use_tqdm: bool | Callable[..., Any] = True,
         priority: list[int] | None = None,
     ) -> list[RequestOutput]:
         """One RequestOutput per prompt, in input order. Prompts: a string, a list of strings,
-        {"prompt": text} or {"prompt_token_ids": [...]} (or a list of those)."""
+        {"prompt": text} or {"prompt_token_ids": [...]} (or a list of those). Ctrl-C aborts the
+        batch (KeyboardInterrupt); the LLM stays usable."""
         inputs = _normalize_prompts(prompts)
-        if sampling_params is None:
-            sampling_params = SamplingParams()
-        if isinstance(sampling_params, SamplingParams):
-            params = [sampling_params] * len(inputs)
-        else:
-            params = list(sampling_params)
-            if len(params) != len(inputs):
-                raise ValueError("The lengths of prompts and sampling_params must be the same.")
+        params = _params_per_prompt(sampling_params, len(inputs), "prompts")
         if priority is not None and any(p != 0 for p in priority):
             raise ValueError("LLM.generate: priority is not supported by Tessera's offline API yet")
         core_params = [p._to_core(self._engine.max_model_len) for p in params]
-        results = self._engine.generate(inputs, core_params)
+        with _ProgressBar(use_tqdm, len(inputs)) as bar:
+            results = self._engine.generate(inputs, core_params, bar.on_progress)
+        return self._outputs(results, params)
+
+    def chat(
+        self,
+        messages: list[dict] | list[list[dict]],
+        sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+        use_tqdm: bool | Callable[..., Any] = True,
+        lora_request: None = None,
+        chat_template: str | None = None,
+        chat_template_content_format: str = "auto",
+        add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
+        tools: list[dict] | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        mm_processor_kwargs: None = None,
+    ) -> list[RequestOutput]:
+        """Generates replies to one conversation ([{"role": ..., "content": ...}, ...]) or a list
+        of them, each rendered by the model's chat template (or chat_template: its text or a
+        path); one RequestOutput per conversation, whose prompt is the rendered text."""
+        if lora_request is not None or mm_processor_kwargs is not None:
+            raise ValueError("LLM.chat: lora_request and mm_processor_kwargs are not supported by Tessera yet")
+        if chat_template_content_format not in ("auto", "string"):
+            # Content parts reach the template as text (vLLM's "string" format).
+            raise ValueError(f"LLM.chat: chat_template_content_format={chat_template_content_format!r} "
+                             "is not supported by Tessera yet (auto, string)")
+        batched = bool(messages) and isinstance(messages[0], (list, tuple))
+        conversations = [json.dumps(list(c), ensure_ascii=False) for c in (messages if batched else [messages])]
+        params = _params_per_prompt(sampling_params, len(conversations), "messages")
+        core_params = [p._to_core(self._engine.max_model_len) for p in params]
+        with _ProgressBar(use_tqdm, len(conversations)) as bar:
+            results = self._engine.chat(
+                conversations, core_params, chat_template or "", add_generation_prompt, continue_final_message,
+                json.dumps(tools, ensure_ascii=False) if tools is not None else "",
+                json.dumps(chat_template_kwargs or {}, ensure_ascii=False), bar.on_progress)
+        return self._outputs(results, params)
+
+    def beam_search(
+        self,
+        prompts: Sequence[str | dict | list[int]],
+        params: BeamSearchParams,
+        lora_request: None = None,
+        use_tqdm: bool = False,
+        concurrency_limit: int | None = None,
+    ) -> list[BeamSearchOutput]:
+        """vLLM's beam search: one BeamSearchOutput per prompt, its beams best first. Every
+        prompt's beams run in each step's batch (concurrency_limit has no effect; no progress
+        bar). Ctrl-C takes effect when the search returns."""
+        if lora_request is not None:
+            raise ValueError("LLM.beam_search: lora_request is not supported by Tessera yet")
+        if not isinstance(params, BeamSearchParams):
+            raise TypeError("LLM.beam_search: params must be a BeamSearchParams")
+        inputs = _normalize_prompts(prompts)
+        results = self._engine.beam_search(inputs, params._to_core())
+        outputs = []
+        for r in results:
+            if r.error:
+                raise ValueError(r.error)
+            outputs.append(_beam_search.from_core(r, self._decode_token, lambda ids: self._engine.decode(ids, False),
+                                                  params.include_stop_str_in_output))
+        return outputs
+
+    def get_tokenizer(self) -> Tokenizer:
+        """The engine's tokenizer with transformers' encode / decode / apply_chat_template."""
+        if self._tokenizer is None:
+            self._tokenizer = Tokenizer(self._engine)
+        return self._tokenizer
+
+    def _outputs(self, results, params: list[SamplingParams]) -> list[RequestOutput]:
         outputs = []
         for r, p in zip(results, params):
             if r.error:
@@ -120,6 +187,53 @@ class LLM:
 
     def _decode_token(self, token_id: int) -> str:
         return self._engine.decode([token_id])
+
+
+class _ProgressBar:
+    """tqdm's bar counting finished requests, as vLLM shows it (none without tqdm installed).
+    use_tqdm: True, False, or a tqdm-like class to use instead."""
+
+    def __init__(self, use_tqdm: bool | Callable[..., Any], total: int) -> None:
+        self._bar = None
+        if not use_tqdm or total == 0:
+            return
+        factory = use_tqdm if callable(use_tqdm) else None
+        if factory is None:
+            try:
+                from tqdm.auto import tqdm as factory
+            except ImportError:
+                return
+        self._bar = factory(total=total, desc="Processed prompts", dynamic_ncols=True)
+        self._total = total
+
+    @property
+    def on_progress(self) -> Callable[[int], None] | None:
+        return None if self._bar is None else self._advance
+
+    def _advance(self, finished: int) -> None:
+        if finished > self._bar.n:
+            self._bar.update(finished - self._bar.n)
+
+    def __enter__(self) -> "_ProgressBar":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._bar is None:
+            return
+        if exc_type is None:
+            self._advance(self._total)
+        self._bar.close()
+
+
+def _params_per_prompt(sampling_params, count: int, what: str) -> list[SamplingParams]:
+    if sampling_params is None:
+        sampling_params = SamplingParams()
+    if isinstance(sampling_params, SamplingParams):
+        return [sampling_params] * count
+    params = list(sampling_params)
+    if len(params) != count:
+        raise ValueError(f"The lengths of {what} and sampling_params must be the same.")
+    return params
 
 
 def _normalize_prompts(prompts) -> list[str | list[int]]:

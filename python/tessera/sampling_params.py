@@ -121,3 +121,36 @@ class SamplingParams:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"SamplingParams({fields})"
+
+
+class BeamSearchParams:
+    """vLLM's BeamSearchParams (vllm.sampling_params) for LLM.beam_search: beam_width beams,
+    at most max_tokens each; ranked by cum_logprob / len^length_penalty."""
+
+    def __init__(self, beam_width: int, max_tokens: int, ignore_eos: bool = False, temperature: float = 0.0,
+                 length_penalty: float = 1.0, include_stop_str_in_output: bool = False) -> None:
+        self.beam_width = beam_width
+        self.max_tokens = max_tokens
+        self.ignore_eos = ignore_eos
+        self.temperature = temperature
+        self.length_penalty = length_penalty
+        self.include_stop_str_in_output = include_stop_str_in_output
+
+    def _to_core(self) -> _core.BeamSearchParams:
+        p = _core.BeamSearchParams()
+        try:
+            p.beam_width = self.beam_width
+            p.max_tokens = self.max_tokens
+            p.ignore_eos = self.ignore_eos
+            p.temperature = self.temperature
+            p.length_penalty = self.length_penalty
+        except TypeError as e:  # a value of the wrong type (nanobind's conversion)
+            raise ValueError(f"BeamSearchParams: {e}") from None
+        return p
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BeamSearchParams) and self.__dict__ == other.__dict__
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"BeamSearchParams({fields})"

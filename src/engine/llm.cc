@@ -74,9 +74,25 @@ int64_t LLM::vocab_size() const { return impl_->model->config().vocab_size; }
 const std::vector<int32_t>& LLM::eos_token_ids() const { return impl_->eos_token_ids; }
 
 std::string LLM::decode(const std::vector<int32_t>& ids) const {
-  if (!impl_->tokenizer) return "";
-  auto text = impl_->tokenizer->decode(ids, /*skip_special_tokens=*/true);
+  auto text = decode(ids, /*skip_special_tokens=*/true);
   return text.ok() ? *text : "";
+}
+
+Result<std::vector<int32_t>> LLM::encode(const std::string& text, bool add_special_tokens) const {
+  if (!impl_->tokenizer) return Status::error("the model has no tokenizer: " + impl_->tokenizer_error);
+  return impl_->tokenizer->encode(text, add_special_tokens);
+}
+
+Result<std::string> LLM::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  if (!impl_->tokenizer) return Status::error("the model has no tokenizer: " + impl_->tokenizer_error);
+  return impl_->tokenizer->decode(ids, skip_special_tokens);
+}
+
+Result<TokenizerInfo> LLM::tokenizer_info() const {
+  if (!impl_->tokenizer) return Status::error("the model has no tokenizer: " + impl_->tokenizer_error);
+  const tokenizer::SpecialTokens& s = impl_->tokenizer->special_tokens();
+  return TokenizerInfo{static_cast<int64_t>(impl_->tokenizer->vocab_size()), s.bos_id, s.eos_id, s.pad_id,
+                       s.bos_token, s.eos_token};
 }
 
 LLM::Stats LLM::stats() const {
@@ -99,8 +115,14 @@ std::vector<RequestOutput> LLM::generate(const std::vector<PromptInput>& prompts
   return generate_batch(prompts, params, /*progress=*/true);
 }
 
+std::vector<RequestOutput> LLM::generate(const std::vector<PromptInput>& prompts,
+                                         const std::vector<SamplingParams>& params, const ProgressCallback& on_step) {
+  return generate_batch(prompts, params, /*progress=*/true, on_step);
+}
+
 std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& prompts,
-                                               const std::vector<SamplingParams>& params, bool progress) {
+                                               const std::vector<SamplingParams>& params, bool progress,
+                                               const ProgressCallback& on_step) {
   Impl& m = *impl_;
   std::vector<RequestOutput> results(prompts.size());
   if (params.size() != prompts.size()) {
@@ -160,6 +182,7 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
       }
     }
   };
+  bool aborted = false;
   while (frontend.has_work()) {
     frontend.step();
     const EngineStats es = m.engine->stats();
@@ -167,6 +190,14 @@ std::vector<RequestOutput> LLM::generate_batch(const std::vector<PromptInput>& p
                                                     static_cast<int64_t>(es.kv_cache_usage * m.stats.num_kv_blocks + 0.5));
     collect();
     bar.update(finished_prompts, in_tokens, out_tokens, false);
+    if (on_step && !aborted && !on_step(finished_prompts)) {
+      // The aborted requests finish on the next turns, their blocks freed: the engine is
+      // idle again when this returns.
+      for (const auto& s : streams) {
+        if (s) frontend.abort(s->id());
+      }
+      aborted = true;
+    }
   }
   collect();
   bar.update(finished_prompts, in_tokens, out_tokens, true);

@@ -1,0 +1,87 @@
+"""The model's tokenizer with transformers' method names (what vLLM's LLM.get_tokenizer() gives)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+
+class BatchEncoding(dict):
+    """transformers' BatchEncoding: a dict whose keys are attributes too."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _ids(token_ids) -> list[int]:
+    if isinstance(token_ids, int):
+        return [token_ids]
+    return [int(t) for t in token_ids]
+
+
+class Tokenizer:
+    """encode / decode / apply_chat_template as transformers' tokenizers have them, over the
+    engine's own tokenizer (the one its prompts go through)."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+        info = engine.tokenizer_info()  # ValueError when the model has no tokenizer
+        self.vocab_size: int = int(info.vocab_size)  # added tokens included
+        self.bos_token_id: int | None = info.bos_token_id
+        self.eos_token_id: int | None = info.eos_token_id
+        self.pad_token_id: int | None = info.pad_token_id
+        self.bos_token: str | None = info.bos_token or None
+        self.eos_token: str | None = info.eos_token or None
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return list(self._engine.encode(text, add_special_tokens))
+
+    def decode(self, token_ids: int | Sequence[int], skip_special_tokens: bool = False) -> str:
+        return self._engine.decode(_ids(token_ids), skip_special_tokens)
+
+    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> list[str]:
+        return [self.decode(s, skip_special_tokens) for s in sequences]
+
+    def __call__(self, text: str | Sequence[str], add_special_tokens: bool = True) -> BatchEncoding:
+        if isinstance(text, str):
+            ids = self.encode(text, add_special_tokens)
+            return BatchEncoding(input_ids=ids, attention_mask=[1] * len(ids))
+        ids = [self.encode(t, add_special_tokens) for t in text]
+        return BatchEncoding(input_ids=ids, attention_mask=[[1] * len(i) for i in ids])
+
+    def apply_chat_template(
+        self,
+        conversation: list[dict] | list[list[dict]],
+        tools: list[dict] | None = None,
+        documents: list[dict] | None = None,
+        chat_template: str | None = None,
+        add_generation_prompt: bool = False,
+        continue_final_message: bool = False,
+        tokenize: bool = True,
+        return_dict: bool = False,
+        **kwargs: Any,
+    ):
+        """The conversation (or each of a list of them) through the chat template, as text or,
+        with tokenize, as ids (special tokens not added: the template writes them). Extra
+        keyword arguments are template variables, as in transformers."""
+        batched = bool(conversation) and isinstance(conversation[0], (list, tuple))
+        variables = dict(kwargs)
+        if documents is not None:
+            variables["documents"] = documents
+        out = []
+        for conv in (conversation if batched else [conversation]):
+            text = self._engine.apply_chat_template(
+                json.dumps(list(conv), ensure_ascii=False), chat_template or "", add_generation_prompt,
+                continue_final_message, json.dumps(tools) if tools is not None else "",
+                json.dumps(variables, ensure_ascii=False))
+            out.append(self.encode(text, add_special_tokens=False) if tokenize else text)
+        if tokenize and return_dict:
+            masks = [[1] * len(ids) for ids in out]
+            return BatchEncoding(input_ids=out if batched else out[0], attention_mask=masks if batched else masks[0])
+        return out if batched else out[0]
