@@ -119,7 +119,6 @@ void EngineCore::launch(bool look_ahead) {
   if (out.empty()) return;
   const double t1 = profile_.enabled ? now_ms() : 0.0;
   runner_->launch(out, [this](RequestId id) { return scheduler_->request(id); });
-  if (step_tokens_.size() < 4096) step_tokens_.push_back(out.total_num_scheduled_tokens);  // bounded if never taken
   if (profile_.enabled) {
     if (profile_.last_end_ms >= 0 && !look_ahead) profile_.between_ms += t0 - profile_.last_end_ms;
     profile_.schedule_ms += t1 - t0;
@@ -153,6 +152,9 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
 
   std::vector<int32_t> sampled;
   std::vector<EngineStepOutput> pending;  // one per sampling request, in schedule order
+  // What each sampling request adds to the step's token count (vllm:iteration_tokens_total):
+  // its new token, and with a request's first token the prompt tokens it computed.
+  std::vector<int32_t> counted;
   for (size_t i = 0; i < out.requests.size(); ++i) {
     const ScheduledRequest& s = out.requests[i];
     const Request* r = scheduler_->request(s.id);
@@ -174,6 +176,8 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
     }
     TESSERA_CHECK_MSG(ro.sampled_token >= 0, "a sampling request without a sampled token");
     sampled.push_back(ro.sampled_token);
+    counted.resize(sampled.size(), 0);
+    counted.back() = 1 + (r->num_output_tokens() == 0 ? r->num_prompt_tokens() - std::max(r->num_cached_tokens, 0) : 0);
     if (ro.logprobs) {
       o.new_logprobs = std::move(ro.logprobs);
       o.new_token_logprob = ro.token_logprob;
@@ -181,13 +185,21 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
     pending.push_back(std::move(o));
   }
   const std::vector<StepResult> results = scheduler_->update_from_output(out, sampled);
+  counted.resize(sampled.size(), 0);
+  int32_t step_tokens = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].dropped) continue;
     EngineStepOutput& o = pending[i];
-    if (results[i].token >= 0) o.new_token = results[i].token;
+    if (results[i].token >= 0) {
+      o.new_token = results[i].token;
+      step_tokens += counted[i];
+    }
     o.status = results[i].status;
     outputs.push_back(std::move(o));
   }
+  // vLLM's count: a step observed when it has outputs; its prompt tokens counted once, in the
+  // step that completes the prefill. Bounded if never taken.
+  if (!outputs.empty() && step_tokens_.size() < 4096) step_tokens_.push_back(step_tokens);
   if (profile_.enabled) {
     const double t3 = now_ms();
     profile_.execute_ms += t2 - t1;

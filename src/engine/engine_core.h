@@ -78,8 +78,9 @@ class EngineCoreBase {
   // A finished request, handed back once.
   virtual std::unique_ptr<Request> take_finished(RequestId id) = 0;
   virtual EngineStats stats() const = 0;
-  // The tokens each step launched since the last call ran (prompt chunks and decodes), for
-  // the iteration-tokens metric; empty for engines that do not count them.
+  // Per step finished since the last call that had outputs, as vLLM counts for the
+  // iteration-tokens metric: the tokens generated, plus the computed prompt tokens (prefix
+  // hits aside) of requests whose prefill completed in it. Empty for engines that do not count.
   virtual std::vector<int32_t> take_step_tokens() { return {}; }
   virtual int32_t max_model_len() const = 0;
   virtual int64_t vocab_size() const = 0;
@@ -129,7 +130,7 @@ class EngineCore : public EngineCoreBase {
   std::mt19937_64 seed_source_;
   // Launched steps, oldest first: one, or two while a look-ahead step runs behind.
   std::deque<SchedulerOutput> in_flight_;
-  std::vector<int32_t> step_tokens_;  // per step launched since the last take_step_tokens
+  std::vector<int32_t> step_tokens_;  // per finished step with outputs since the last take_step_tokens
   bool look_ahead_stalled_ = false;  // the last look-ahead ran out of blocks: next step without
   // Schedules and queues a step (look_ahead: behind the one in flight).
   void launch(bool look_ahead);

@@ -714,6 +714,7 @@ class EndpointsTest(unittest.TestCase):
         times = ("vllm:request_prefill_time_seconds_count", "vllm:request_decode_time_seconds_count",
                  "vllm:request_inference_time_seconds_count")
         steps0 = sf.metric_value(before, "vllm:iteration_tokens_total_count") or 0
+        sum0 = sf.metric_value(before, "vllm:iteration_tokens_total_sum") or 0
         v0 = {k: sf.metric_value(before, k) or 0 for k in sizes + times}
         resp = CLIENT.completions.create(model=NAME, prompt="Counting tokens: one two", max_tokens=5,
                                          temperature=1, seed=4, extra_body={"ignore_eos": True})
@@ -738,8 +739,10 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual(grown, {"vllm:request_prompt_tokens_sum": resp.usage.prompt_tokens,
                                  "vllm:request_generation_tokens_sum": 5, "vllm:request_params_max_tokens_sum": 5,
                                  "vllm:request_params_n_sum": 1, **{k: 1 for k in times}})
-        # One prefill step and four decode steps of one token each, at least.
-        self.assertGreaterEqual(sf.metric_value(after, "vllm:iteration_tokens_total_count") - steps0, 5)
+        # vLLM's count: one step with the prompt's computed tokens and the first token (the prompt
+        # is shorter than a block: no prefix hit), then four steps of one token.
+        self.assertEqual(sf.metric_value(after, "vllm:iteration_tokens_total_count") - steps0, 5)
+        self.assertEqual(sf.metric_value(after, "vllm:iteration_tokens_total_sum") - sum0, resp.usage.prompt_tokens + 5)
         info = [lab for n, lab, v in sf.parse_metrics(after) if n == "vllm:cache_config_info"]
         self.assertEqual(len(info), 1)
         self.assertEqual(info[0]["block_size"], "16")
