@@ -37,6 +37,10 @@ struct SamplingParams {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   int64_t logprobs = 0;         // top-K log-probabilities per generated token (0 = none)
+  // With logprobs: the chosen token's and these tokens' log-probabilities per generated token,
+  // in place of the top K (vLLM's logprob_token_ids; at most kMaxLogprobTokenIds).
+  std::vector<int32_t> logprob_token_ids;
+  static constexpr size_t kMaxLogprobTokenIds = 128;
   int64_t prompt_logprobs = -1; // top-K per prompt token (-1 = none)
 
   // Empty when valid, else a message naming the bad field.

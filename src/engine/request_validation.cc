@@ -27,11 +27,18 @@ Status validate_request(const std::vector<int32_t>& prompt, const SamplingParams
   for (int32_t id : prompt) {
     if (!in_vocab(id, limits)) return out_of_vocab("prompt", id, limits);
   }
+  if (params.logprobs > limits.vocab_size || params.prompt_logprobs > limits.vocab_size) {
+    return Status::error("logprobs and prompt_logprobs must be at most the vocabulary's size, " +
+                         std::to_string(limits.vocab_size));
+  }
   for (const auto& [id, bias] : params.logit_bias) {
     if (!in_vocab(id, limits)) return out_of_vocab("logit_bias", id, limits);
   }
   for (int32_t id : params.allowed_token_ids) {
     if (!in_vocab(id, limits)) return out_of_vocab("allowed_token_ids", id, limits);
+  }
+  for (int32_t id : params.logprob_token_ids) {
+    if (!in_vocab(id, limits)) return out_of_vocab("logprob_token_ids", id, limits);
   }
   if (!params.bad_words.empty()) return Status::error("bad_words must be resolved to token ids first");
   for (const auto& word : params.bad_words_token_ids) {

@@ -18,6 +18,17 @@ PositionLogprobs logprobs_with(const float* logprobs, int64_t n, int64_t k, int3
   return top;
 }
 
+// The chosen token first, then the asked-for tokens (vLLM's logprob_token_ids), each once.
+PositionLogprobs chosen_and(const float* logprobs, int32_t token, const std::vector<int32_t>& ids) {
+  PositionLogprobs out{{token, logprobs[token]}};
+  for (int32_t id : ids) {
+    if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.first == id; })) {
+      out.emplace_back(id, logprobs[id]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 HostSampler::HostSampler(int64_t vocab_size, std::vector<int32_t> eos_token_ids)
@@ -42,7 +53,9 @@ void HostSampler::finish(const Request& r, const LogitsRows& lr, const float* lo
   o->sampled_token = token;
   if (r.params.logprobs > 0) {
     log_softmax(raw, vocab_, scratch_.data());
-    o->logprobs = logprobs_with(scratch_.data(), vocab_, r.params.logprobs, token);
+    o->logprobs = r.params.logprob_token_ids.empty()
+                      ? logprobs_with(scratch_.data(), vocab_, r.params.logprobs, token)
+                      : chosen_and(scratch_.data(), token, r.params.logprob_token_ids);
     o->token_logprob = scratch_[static_cast<size_t>(token)];
   }
 }

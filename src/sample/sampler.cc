@@ -16,8 +16,13 @@ std::string SamplingParams::validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return "temperature must be >= 0";
   if (top_k == 0 || top_k < -1) return "top_k must be -1 (disabled) or at least 1";
   if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1]";
-  if (logprobs < 0 || logprobs > 20) return "logprobs must be in [0, 20]";
-  if (prompt_logprobs < -1 || prompt_logprobs > 20) return "prompt_logprobs must be in [0, 20]";
+  // The upper bound is the vocabulary (validate_request); a server caps it lower (--max-logprobs).
+  if (logprobs < 0) return "logprobs must be at least 0, got " + std::to_string(logprobs);
+  if (prompt_logprobs < -1) return "prompt_logprobs must be at least 0 (or -1: none), got " + std::to_string(prompt_logprobs);
+  if (logprob_token_ids.size() > kMaxLogprobTokenIds) {
+    return "Requested logprob_token_ids of length " + std::to_string(logprob_token_ids.size()) +
+           ", which is greater than max allowed: " + std::to_string(kMaxLogprobTokenIds);
+  }
   if (n < 1 || n > 128) return "n must be in [1, 128], got " + std::to_string(n);
   // Greedy completions would all be the same (vLLM's rule and text; its threshold, 1e-5).
   if (n > 1 && temperature < 1e-5f) return "n must be 1 when using greedy sampling, got " + std::to_string(n) + ".";

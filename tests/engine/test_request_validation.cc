@@ -69,6 +69,11 @@ TEST(RequestValidation, OfflineAndServerRefuseWithTheSameText) {
       {"presence_penalty out of range", ok_prompt, [](SamplingParams& p) { p.presence_penalty = -3.0f; },
        "presence_penalty"},
       {"top_p of zero", ok_prompt, [](SamplingParams& p) { p.top_p = 0.0f; }, "top_p"},
+      {"logprobs beyond the vocabulary", ok_prompt, [vocab](SamplingParams& p) { p.logprobs = vocab + 1; },
+       "at most the vocabulary's size, 512"},
+      {"prompt_logprobs beyond the vocabulary", ok_prompt,
+       [vocab](SamplingParams& p) { p.prompt_logprobs = vocab + 1; }, "at most the vocabulary's size, 512"},
+      {"negative logprobs", ok_prompt, [](SamplingParams& p) { p.logprobs = -1; }, "logprobs must be at least 0"},
   };
   for (const BadRequest& row : table) {
     SamplingParams p;

@@ -283,8 +283,11 @@ TEST(SamplingParams, Validation) {
   p.top_p = 0;
   EXPECT_NE(p.validate(), "");
   p = {};
-  p.logprobs = 1000;
+  p.logprobs = -1;
   EXPECT_NE(p.validate(), "");
+  p = {};
+  p.logprobs = 1000;  // the vocabulary bounds it (validate_request), not SamplingParams
+  EXPECT_EQ(p.validate(), "");
   for (auto bad : {+[](SamplingParams& q) { q.n = 0; }, +[](SamplingParams& q) { q.min_p = 1.5f; },
                    +[](SamplingParams& q) { q.presence_penalty = 3; }, +[](SamplingParams& q) { q.repetition_penalty = 0; },
                    +[](SamplingParams& q) { q.min_tokens = 100; }, +[](SamplingParams& q) { q.logit_bias[-1] = 1; },

@@ -167,7 +167,7 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
-  if (p.logprobs > kMaxTopLogprobs) return false;
+  if (p.logprobs > kMaxTopLogprobs || !p.logprob_token_ids.empty()) return false;
   // Logprobs are those of the raw logits, which the adjustments change in place: such rows
   // go to the host.
   const bool adjusts = !p.logit_bias.empty() || !p.bad_words_token_ids.empty() || !p.allowed_token_ids.empty() ||
