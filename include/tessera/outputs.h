@@ -26,6 +26,7 @@ struct CompletionOutput {
 
 struct RequestMetrics {
   double arrival_time = 0.0;      // seconds, steady clock
+  double scheduled_time = 0.0;    // first admitted to a step (0: unknown)
   double first_token_time = 0.0;
   double finished_time = 0.0;
   double time_to_first_token() const { return first_token_time - arrival_time; }

@@ -40,6 +40,7 @@ struct EngineFrontend::Parent {
   bool prompt_logprobs_started = false;
   int32_t num_cached_tokens = 0;  // prefix-cache hit of the prompt (child 0)
   double finished_time = 0.0;     // when the last child finished
+  double scheduled_time = 0.0;    // when child 0 was first admitted to a step
 };
 
 EngineFrontend::EngineFrontend(EngineCoreBase& core, const tokenizer::Tokenizer* tok)
@@ -184,6 +185,7 @@ void EngineFrontend::publish(Parent& a, std::vector<CompletionDelta>* deltas, Pr
       b.finished = true;
       b.num_cached_tokens = a.num_cached_tokens;
       b.metrics.arrival_time = a.arrival_time;
+      b.metrics.scheduled_time = a.scheduled_time;
       b.metrics.first_token_time = a.first_token_time;
       b.metrics.finished_time = a.finished_time;
     }
@@ -224,7 +226,10 @@ void EngineFrontend::finish_child(Parent& a, size_t c, RequestStatus status, Com
       }
     }
   }
-  if (c == 0 && req) a.num_cached_tokens = std::max(0, req->num_cached_tokens);
+  if (c == 0 && req) {
+    a.num_cached_tokens = std::max(0, req->num_cached_tokens);
+    a.scheduled_time = req->first_scheduled_time;
+  }
   if (a.open == 0) a.finished_time = t;
 }
 
