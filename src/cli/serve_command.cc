@@ -14,6 +14,7 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <utility>  // before Boost 1.74's awaitable.hpp, which needs std::exchange
 
@@ -46,7 +47,7 @@ struct ServeOptions {
   EngineArgs engine;
   std::string model_positional;
   server::HttpServerOptions http;
-  std::string api_key;
+  std::vector<std::string> api_keys;
   std::string served_model_name;
   std::string chat_template;
   std::string generation_config = "auto";
@@ -194,13 +195,14 @@ int run_serve(ServeOptions o) {
   server::ApiServerConfig config = o.api;
   config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
   config.model_path = o.engine.model;
-  // vLLM's server takes its key from VLLM_API_KEY when --api-key is not given: a deployment
+  // vLLM's server takes its keys from VLLM_API_KEY when --api-key is not given: a deployment
   // that sets only the variable must not serve without a key.
-  std::string api_key = o.api_key;
-  if (api_key.empty()) {
-    if (const char* env = std::getenv("VLLM_API_KEY"); env != nullptr) api_key = env;
+  for (const std::string& key : o.api_keys) {
+    if (!key.empty()) config.api_keys.push_back(key);
   }
-  if (!api_key.empty()) config.api_key = api_key;
+  if (config.api_keys.empty()) {
+    if (const char* env = std::getenv("VLLM_API_KEY"); env != nullptr && *env != '\0') config.api_keys.push_back(env);
+  }
   config.max_queued_requests = o.max_queued_requests;
   config.sampling_defaults = load_generation_config(o.generation_config, o.engine.model);
   while (!config.root_path.empty() && config.root_path.back() == '/') config.root_path.pop_back();
@@ -276,6 +278,9 @@ int run_serve(ServeOptions o) {
 void add_serve_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (see docs/server.md)");
+  // A flag given twice keeps its last value, as under `vllm serve` (argparse): launch scripts
+  // append overrides to a base command line. Options that collect several values say so.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   // vLLM's name for the positional; "model" would clash with --model in CLI11 2.4.
   cmd->add_option("model_tag", o->model_positional, "Model directory, .safetensors or .gguf file (or --model)");
   // Off by default here: a request arriving while a step runs waits for the step already
@@ -285,8 +290,10 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->get_option("--model")->required(false);
   cmd->add_option("--host", o->http.host, "Address to listen on (not with --uds)");
   cmd->add_option("--port", o->http.port, "Port (0: any free port; not with --uds)");
-  cmd->add_option("--api-key", o->api_key,
-                  "Require Authorization: Bearer KEY on every route but /health (default: $VLLM_API_KEY, as vLLM)")
+  cmd->add_option("--api-key", o->api_keys,
+                  "Require Authorization: Bearer KEY on /v1, /v2, /inference, /cohere and /invocations (several "
+                  "keys: repeat the flag; default: $VLLM_API_KEY, as vLLM)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->envname("TESSERA_API_KEY");
   cmd->add_option("--served-model-name", o->served_model_name, "Model name of the API (default: MODEL as given)");
   cmd->add_option("--chat-template", o->chat_template, "Chat template: .jinja, tokenizer_config.json or .gguf");
@@ -295,11 +302,15 @@ void add_serve_command(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"auto", "vllm"}));
   cmd->add_flag("--enable-force-include-usage", o->api.enable_force_include_usage,
                 "End every stream with a usage chunk, asked for or not");
+  cmd->add_flag("--enable-per-request-metrics", o->api.enable_per_request_metrics,
+                "Put vLLM's per-request timings (\"metrics\": time to first token, queue time, mean inter-token "
+                "latency, ...) in every reply, and in a stream's usage chunk");
   cmd->add_flag("--enable-server-load-tracking", o->api.enable_server_load_tracking,
                 "GET /load answers {\"server_load\": N}, the completion and chat requests in progress");
   cmd->add_option("--max-logprobs", o->api.max_logprobs,
-                  "The most logprobs (and prompt logprobs) per token a request may ask for (at most 20)")
-      ->check(CLI::Range(0, 20));
+                  "The most logprobs (and prompt logprobs) per token a request may ask for (-1: the whole "
+                  "vocabulary, which a request asks for with -1)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--root-path", o->api.root_path,
                   "The path prefix a proxy serves the API under; requests may carry it or not");
   cmd->add_flag("--enable-tokenizer-info-endpoint", o->enable_tokenizer_info_endpoint,
@@ -323,6 +334,7 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--allowed-origins", o->http.allowed_origins,
                   "Web origins whose pages may call the API (repeat or comma-separate; '*': any); requests "
                   "with another Origin header get 403 (default: none but the server's own loopback address)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->delimiter(',');
   cmd->add_option("--request-workers", o->request_workers,
                   "Threads that parse, render and tokenize requests and build replies, off the HTTP threads "

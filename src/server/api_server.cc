@@ -26,6 +26,29 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// "Bearer KEY" (the scheme in any case, as vLLM reads it) with KEY one of keys. Every key
+// is compared, each without an early exit.
+bool bearer_matches(std::string_view header, const std::vector<std::string>& keys) {
+  const size_t space = header.find(' ');
+  if (space == std::string_view::npos) return false;
+  std::string scheme(header.substr(0, space));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view given = header.substr(space + 1);
+  bool match = false;
+  for (const std::string& key : keys) match |= constant_time_equal(given, key);
+  return scheme == "bearer" && match;
+}
+
+// The routes the API key guards: vLLM's (every path under /v1, /v2, /inference and /cohere),
+// and /invocations, which generates as /v1 does. Probes, /metrics, /version, /tokenize and
+// the like stay open, as under vLLM, so scrapers and gateways work unchanged.
+bool needs_api_key(std::string_view path) {
+  for (std::string_view prefix : {"/v1", "/v2", "/inference", "/cohere", "/invocations"}) {
+    if (path.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
 std::string_view path_of(std::string_view target) {
   const size_t q = target.find('?');
   return q == std::string_view::npos ? target : target.substr(0, q);
@@ -127,14 +150,13 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
     co_await ex.respond(http::status::ok, "application/json", "");
     co_return;
   }
-  if (config_.api_key) {
+  if (!config_.api_keys.empty() && needs_api_key(path) && method != http::verb::options) {
     auto it = req.find(http::field::authorization);
     std::string_view header;  // Boost 1.83's beast::string_view is its own type
     if (it != req.end()) header = std::string_view(it->value().data(), it->value().size());
-    constexpr std::string_view kBearer = "Bearer ";
-    const bool ok = header.size() > kBearer.size() && header.substr(0, kBearer.size()) == kBearer &&
-                    constant_time_equal(header.substr(kBearer.size()), *config_.api_key);
-    if (!ok) throw ApiError(http::status::unauthorized, "missing or invalid API key (Authorization: Bearer KEY)");
+    if (!bearer_matches(header, config_.api_keys)) {
+      throw ApiError(http::status::unauthorized, "missing or invalid API key (Authorization: Bearer KEY)");
+    }
   }
   if (path == "/tokenizer_info" && config_.tokenizer_info) {
     if (method != http::verb::get) throw ApiError(http::status::method_not_allowed, "/tokenizer_info takes GET");
@@ -150,6 +172,7 @@ net::awaitable<void> ApiServer::route(HttpExchange& ex) {
   net::awaitable<void> (ApiServer::*post)(HttpExchange&) = nullptr;
   if (path == "/v1/completions") post = &ApiServer::completions;
   if (path == "/v1/chat/completions") post = &ApiServer::chat_completions;
+  if (path == "/v1/chat/completions/batch") post = &ApiServer::chat_completions_batch;
   if (path == "/tokenize") post = &ApiServer::tokenize;
   if (path == "/detokenize") post = &ApiServer::detokenize;
   if (path == "/invocations") post = &ApiServer::invocations;
@@ -209,8 +232,14 @@ void ApiServer::check_request(const std::optional<std::string>& model, int32_t p
   }
 }
 
+void ApiServer::resolve_all_logprobs(int64_t* logprobs, int64_t* prompt_logprobs, SamplingParams* params) const {
+  for (int64_t* k : {logprobs, prompt_logprobs, &params->logprobs, &params->prompt_logprobs}) {
+    if (*k == kAllLogprobs) *k = engine_.vocab_size();
+  }
+}
+
 void ApiServer::check_logprobs(int64_t logprobs, int64_t prompt_logprobs) const {
-  const int64_t most = config_.max_logprobs;
+  const int64_t most = config_.max_logprobs == -1 ? engine_.vocab_size() : config_.max_logprobs;
   if (logprobs > most) {
     bad_request("Requested sample logprobs of " + std::to_string(logprobs) + ", which is greater than max allowed: " +
                     std::to_string(most),
@@ -274,7 +303,7 @@ void ApiServer::resolve_bad_words(SamplingParams* params) const {
   if (Status s = tessera::resolve_bad_words(params, *tok_); !s.ok()) bad_request(s.message(), "bad_words");
 }
 
-bool ApiServer::truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const {
+bool ApiServer::truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k, bool keep_first) const {
   if (!k) return false;
   const int64_t limit = engine_.max_model_len();
   if (*k > limit) {
@@ -284,7 +313,11 @@ bool ApiServer::truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t
   }
   const size_t keep = static_cast<size_t>(*k == -1 ? limit : *k);
   if (ids->size() <= keep) return false;
-  ids->erase(ids->begin(), ids->end() - static_cast<std::ptrdiff_t>(keep));
+  if (keep_first) {
+    ids->resize(keep);
+  } else {
+    ids->erase(ids->begin(), ids->end() - static_cast<std::ptrdiff_t>(keep));
+  }
   return true;
 }
 

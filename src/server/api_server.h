@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "chat/chat_template.h"
 #include "engine/async_engine.h"
@@ -23,16 +24,17 @@ namespace tessera::server {
 struct ApiServerConfig {
   std::string served_model_name;
   std::string model_path;                 // reported as the model's root
-  std::optional<std::string> api_key;     // Bearer token every route but /health and /ping needs
+  std::vector<std::string> api_keys;      // Bearer tokens the generation routes accept (none: no key needed)
   size_t max_queued_requests = 4096;      // more unfinished sequences (prompts x n) than this: 503
   size_t max_seqs_per_request = 1024;     // prompts x n of one request; more: 400
   SamplingDefaults sampling_defaults;     // from --generation-config
   bool enable_prompt_tokens_details = false;  // usage.prompt_tokens_details.cached_tokens
   bool enable_request_id_headers = false;     // X-Request-Id on every response: the client's, or a new one
   bool enable_force_include_usage = false;    // streams end with usage whether or not they ask for it
+  bool enable_per_request_metrics = false;    // replies (and a stream's usage chunk) carry vLLM's "metrics"
   bool enable_server_load_tracking = false;   // GET /load: the requests being served
   std::string root_path;                      // a prefix a proxy may leave on every path ("" : none)
-  int64_t max_logprobs = 20;                  // --max-logprobs: the most (prompt) logprobs a request may ask for
+  int64_t max_logprobs = 20;                  // --max-logprobs: the most (prompt) logprobs a request may ask for (-1: the vocabulary)
   std::vector<std::pair<std::string, std::string>> cache_config_info;  // vllm:cache_config_info's labels
   std::optional<nlohmann::ordered_json> tokenizer_info;  // GET /tokenizer_info's answer; unset: no such route
   bool return_tokens_as_token_ids = false;    // logprob tokens as "token_id:N" unless a request says otherwise
@@ -56,6 +58,16 @@ struct BeamSearchRequest {
   bool skip_special_tokens = true;          // of the beams' text
 };
 
+// A chat request rendered, tokenized and checked, ready for the engine.
+struct PreparedChat {
+  ChatRequest req;
+  std::string prompt;  // rendered
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;
+  size_t fixed_reply_bytes = 0;          // the least the reply takes, from the request alone
+  std::vector<BeamSearchRequest> beams;  // use_beam_search: the one search
+};
+
 class ApiServer {
  public:
   // tok and chat_template may be null (token-id prompts only / no chat).
@@ -75,6 +87,13 @@ class ApiServer {
   net::awaitable<void> route(HttpExchange& ex);
   net::awaitable<void> completions(HttpExchange& ex);
   net::awaitable<void> chat_completions(HttpExchange& ex);
+  // POST /v1/chat/completions/batch (vLLM's): one reply whose choice i answers conversation i.
+  net::awaitable<void> chat_completions_batch(HttpExchange& ex);
+  // A chat request's preparation in two halves (a small body can render a large prompt,
+  // whose tokenizing then runs with the large work): checks and rendering; then tokenizing,
+  // max_tokens and the engine's checks of the prompt. Throw a 400.
+  PreparedChat render_chat_request(ChatRequest req) const;
+  void tokenize_chat_request(PreparedChat* p) const;
   net::awaitable<void> tokenize(HttpExchange& ex);
   net::awaitable<void> detokenize(HttpExchange& ex);
   // POST /invocations (SageMaker's route): a chat request when the body has messages, else a
@@ -101,7 +120,11 @@ class ApiServer {
   // A generation request's model, its priority (non-zero needs --scheduling-policy priority,
   // else any client could starve the rest) and its prompts x n against max_seqs_per_request.
   void check_request(const std::optional<std::string>& model, int32_t priority, size_t num_prompts, int64_t n) const;
-  // --max-logprobs against what a request asks for (-1: not asked), with vLLM's texts.
+  // vLLM's -1 (kAllLogprobs as parsed) made the vocabulary's size, in a request's counts and
+  // its sampling parameters.
+  void resolve_all_logprobs(int64_t* logprobs, int64_t* prompt_logprobs, SamplingParams* params) const;
+  // --max-logprobs (-1: the vocabulary) against what a request asks for (-1: not asked), with
+  // vLLM's texts.
   void check_logprobs(int64_t logprobs, int64_t prompt_logprobs) const;
   // New sequences against what is unfinished and max_queued_requests.
   void check_capacity(size_t new_seqs) const;
@@ -112,9 +135,10 @@ class ApiServer {
                           bool continue_final_message, const std::optional<std::string>& template_source) const;
   // A prompt's max_tokens when the request gave none, and the check of prompt + max_tokens.
   void fit_max_tokens(size_t prompt_len, bool given, SamplingParams* params) const;
-  // vLLM's truncate_prompt_tokens: keeps the last k tokens (-1: max_model_len); k past the
-  // context is refused. Returns whether it cut anything.
-  bool truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k) const;
+  // vLLM's truncate_prompt_tokens: keeps the last k tokens (-1: max_model_len), or the first
+  // with keep_first (truncation_side "right"); k past the context is refused. Returns whether
+  // it cut anything.
+  bool truncate_prompt(std::vector<int32_t>* ids, std::optional<int64_t> k, bool keep_first) const;
   // The request's bad_words as token sequences (needs the tokenizer).
   void resolve_bad_words(SamplingParams* params) const;
 

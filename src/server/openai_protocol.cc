@@ -135,11 +135,27 @@ std::optional<int64_t> parse_truncate_prompt_tokens(const Json& b) {
   return k;
 }
 
-// vLLM's prompt_logprobs (0..20, not with stream): -1 when absent; raises params' to it.
+// vLLM's truncation_side: "left" (the default: keep the prompt's end) or "right".
+bool parse_truncation_side(const Json& b) {
+  const Json* v = field(b, "truncation_side");
+  if (v == nullptr) return false;
+  const std::string side = get_string(*v, "truncation_side");
+  if (side != "left" && side != "right") bad_request("truncation_side must be \"left\" or \"right\"", "truncation_side");
+  return side == "right";
+}
+
+// A count of logprobs: at least 0, or -1 (vLLM's "the whole vocabulary": kAllLogprobs); how
+// many --max-logprobs allows is the handler's check.
+int64_t get_logprobs_count(const Json& v, const std::string& name) {
+  const int64_t k = get_int(v, name, -1, kAllLogprobs - 1);
+  return k == -1 ? kAllLogprobs : k;
+}
+
+// vLLM's prompt_logprobs (not with stream): -1 when absent; raises params' to it.
 int64_t parse_prompt_logprobs(const Json& b, bool stream, SamplingParams* params) {
   const Json* v = field(b, "prompt_logprobs");
   if (v == nullptr) return -1;
-  const int64_t k = get_int(*v, "prompt_logprobs", 0, 20);
+  const int64_t k = get_logprobs_count(*v, "prompt_logprobs");
   if (stream) bad_request("prompt_logprobs are not available with stream", "prompt_logprobs");
   params->prompt_logprobs = std::max(params->prompt_logprobs, k);
   return k;
@@ -167,15 +183,24 @@ void check_named_tool_choice(const Json& choice, const Json& tools) {
   bad_request("The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice");
 }
 
-// vLLM's seed: a 64-bit integer, read exactly (a float only where it is exact, below 2^53).
+// vLLM's seed: a 64-bit integer, read exactly; out of range, pydantic's texts (vLLM's
+// answer names the bound broken: less_than_equal / greater_than_equal).
 uint64_t get_seed(const Json& v) {
+  auto out_of_range = [](bool above) {
+    bad_request(above ? "Input should be less than or equal to 9223372036854775807 (less_than_equal: body.seed)"
+                      : "Input should be greater than or equal to -9223372036854775808 (greater_than_equal: body.seed)",
+                "seed");
+  };
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    out_of_range(true);
+  }
   if (v.is_number_float()) {
+    // The parser keeps integers as floats only past 64 bits, where they round to +-2^63 or
+    // beyond (an integer just below -2^63 rounds to -2^63 itself).
     const double d = v.get<double>();
-    if (!(std::fabs(d) <= 9007199254740992.0)) {
-      bad_request("seed must be an integer in [" + std::to_string(std::numeric_limits<int64_t>::min()) + ", " +
-                      std::to_string(std::numeric_limits<int64_t>::max()) + "]",
-                  "seed");
-    }
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (d >= kTwo63) out_of_range(true);
+    if (d <= -kTwo63) out_of_range(false);
   }
   return static_cast<uint64_t>(
       get_int(v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
@@ -295,6 +320,25 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
       }
     }
   }
+}
+
+// vLLM's logprob_token_ids: the tokens whose logprobs each generated position reports, with
+// the chosen one's, in place of the top K; it needs logprobs (how a request asks for them is
+// its API's: `needs`), and not with beam search (vLLM's texts).
+void parse_logprob_token_ids(const Json& b, bool logprobs_asked, const char* needs, bool use_beam_search,
+                             SamplingParams* p) {
+  const Json* v = field(b, "logprob_token_ids");
+  if (v == nullptr) return;
+  if (!v->is_array()) wrong_type("logprob_token_ids", "a list of token ids", *v);
+  if (v->empty()) return;
+  if (use_beam_search) bad_request("`logprob_token_ids` is not supported with beam search.", "logprob_token_ids");
+  if (!logprobs_asked) bad_request(needs, "logprob_token_ids");
+  if (v->size() > SamplingParams::kMaxLogprobTokenIds) {
+    bad_request("Requested logprob_token_ids of length " + std::to_string(v->size()) +
+                    ", which is greater than max allowed: " + std::to_string(SamplingParams::kMaxLogprobTokenIds),
+                "logprob_token_ids");
+  }
+  p->logprob_token_ids = get_token_ids(*v, "logprob_token_ids");
 }
 
 // vLLM's use_beam_search and length_penalty (any finite number, as vLLM's float).
@@ -425,7 +469,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
     r.params.max_tokens = get_int(*v, "max_tokens", 1, std::numeric_limits<int32_t>::max());
     r.max_tokens_given = true;
   }
-  if (auto* v = field(b, "logprobs")) r.logprobs = get_int(*v, "logprobs", 0, 20);
+  if (auto* v = field(b, "logprobs")) r.logprobs = get_logprobs_count(*v, "logprobs");
   if (r.logprobs >= 0) r.params.logprobs = std::max<int64_t>(r.logprobs, 1);
   if (auto* v = field(b, "echo")) r.echo = get_bool(*v, "echo");
   if (r.echo && r.logprobs >= 0) r.params.prompt_logprobs = r.logprobs;
@@ -443,8 +487,11 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
   }
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
+  r.truncate_right = parse_truncation_side(b);
   r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
   parse_beam_search(b, &r.use_beam_search, &r.length_penalty);
+  parse_logprob_token_ids(b, r.logprobs >= 0, "when using `logprob_token_ids`, `logprobs` must be set.",
+                          r.use_beam_search, &r.params);
   // vLLM's text; its chat route streams a beam search's result instead.
   if (r.stream && r.use_beam_search) bad_request("Streaming is not currently supported with beam search");
   return r;
@@ -524,15 +571,30 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   }
   if (auto* v = field(b, "logprobs")) r.logprobs = get_bool(*v, "logprobs");
   if (auto* v = field(b, "top_logprobs")) {
-    r.top_logprobs = get_int(*v, "top_logprobs", 0, 20);
-    if (!r.logprobs) bad_request("top_logprobs needs logprobs set to true", "top_logprobs");
+    r.top_logprobs = get_logprobs_count(*v, "top_logprobs");
+    if (!r.logprobs && r.top_logprobs != 0) {
+      bad_request("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+    }
   }
   if (r.logprobs) r.params.logprobs = std::max<int64_t>(r.top_logprobs, 1);
   if (auto* v = field(b, "priority")) r.priority = static_cast<int32_t>(get_int(*v, "priority", -1000000, 1000000));
   parse_stream_options(b, &r.stream, &r.include_usage, &r.continuous_usage);
   r.truncate_prompt_tokens = parse_truncate_prompt_tokens(b);
+  r.truncate_right = parse_truncation_side(b);
   r.prompt_logprobs = parse_prompt_logprobs(b, r.stream, &r.params);
   parse_beam_search(b, &r.use_beam_search, &r.length_penalty);
+  parse_logprob_token_ids(b, r.logprobs, "when using `logprob_token_ids`, `logprobs` must be set to true.",
+                          r.use_beam_search, &r.params);
+  if (const Json* kv = field(b, "kv_transfer_params")) {
+    if (!kv->is_object()) wrong_type("kv_transfer_params", "an object", *kv);
+    if (const Json* ids = field(*kv, "prompt_token_ids"); ids != nullptr && !r.echo) {
+      const bool ok = ids->is_array() && !ids->empty() &&
+                      std::all_of(ids->begin(), ids->end(), [](const Json& x) { return x.is_number_integer(); });
+      const char* param = "kv_transfer_params.prompt_token_ids";
+      if (!ok) bad_request("`kv_transfer_params['prompt_token_ids']` must be a non-empty list of non-negative integers.", param);
+      r.forwarded_prompt_ids = get_token_ids(*ids, param);
+    }
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,10 @@ constexpr int kMaxJsonDepth = 256;
 // tool_calls[].function.arguments: JSON text in a string, parsed for the chat template.
 constexpr int kMaxToolArgumentsDepth = 64;
 
+// vLLM's -1 for logprobs, top_logprobs and prompt_logprobs: every token of the vocabulary.
+// Requests carry it as this value until the handler knows the vocabulary's size.
+constexpr int64_t kAllLogprobs = std::numeric_limits<int32_t>::max();
+
 // Defaults a model supplies for fields a request leaves out (generation_config.json).
 struct SamplingDefaults {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
@@ -61,7 +66,8 @@ struct CompletionRequest {
   int32_t priority = 0;
   int64_t logprobs = -1;  // -1: none
   bool add_special_tokens = true;
-  std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
+  std::optional<int64_t> truncate_prompt_tokens;  // keep K prompt tokens (-1: the context)
+  bool truncate_right = false;  // vLLM's truncation_side "right": keep the first K, not the last
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids and token_ids in each choice
   std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
@@ -88,12 +94,16 @@ struct ChatRequest {
   int32_t priority = 0;
   bool logprobs = false;
   int64_t top_logprobs = 0;
-  std::optional<int64_t> truncate_prompt_tokens;  // keep the last K prompt tokens (-1: the context)
+  std::optional<int64_t> truncate_prompt_tokens;  // keep K prompt tokens (-1: the context)
+  bool truncate_right = false;  // vLLM's truncation_side "right": keep the first K, not the last
   int64_t prompt_logprobs = -1;                    // vLLM's extra: top-K per prompt token (-1: none)
   bool return_token_ids = false;  // vLLM's extra: prompt_token_ids (top level) and each choice's token_ids
   std::optional<bool> return_tokens_as_token_ids;  // vLLM's extra: logprob tokens as "token_id:N"
   bool use_beam_search = false;  // vLLM's extra: beam search, n the beam width
   double length_penalty = 1.0;   // vLLM's extra: beam search's score is cum_logprob / len^length_penalty
+  // vLLM's kv_transfer_params.prompt_token_ids: the prompt a prefill server rendered, run as
+  // it is instead of rendering the messages (ignored with echo, which needs the messages).
+  std::optional<std::vector<int32_t>> forwarded_prompt_ids;
 };
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const SamplingDefaults& defaults);

@@ -5,26 +5,11 @@
 
 namespace tessera::server {
 
-namespace {
-
-// A chat request rendered, tokenized and checked, ready for the engine.
-struct PreparedChat {
-  ChatRequest req;
-  std::string prompt;  // rendered
-  std::vector<int32_t> prompt_ids;
-  SamplingParams params;
-  size_t fixed_reply_bytes = 0;  // the least the reply takes, from the request alone
-  std::vector<BeamSearchRequest> beams;  // use_beam_search: the one search
-};
-
-// With echo, what the reply repeats before its own text (vLLM's rule): the last message's
-// content when its role is the reply's (the assistant's after a generation prompt, else the
-// last message's own, as with continue_final_message); text parts joined by newlines.
-std::string echo_prefix(const ChatRequest& req) {
+std::string chat_echo_prefix(const ChatRequest& req) {
   if (!req.echo || !req.messages.is_array() || req.messages.empty()) return "";
   const auto& last = req.messages.back();
   const std::string last_role = last.value("role", "");
-  if ((req.add_generation_prompt ? std::string("assistant") : last_role) != last_role) return "";
+  if (chat_reply_role(req) != last_role) return "";
   const auto content = last.find("content");
   if (content == last.end()) return "";
   if (content->is_string()) return content->get<std::string>();
@@ -39,50 +24,69 @@ std::string echo_prefix(const ChatRequest& req) {
   return text;
 }
 
-// Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob",
-// "bytes", "top_logprobs"}), and of each alternative in it.
-constexpr size_t kMinChatLogprobBytes = 50;
-constexpr size_t kMinChatAlternativeBytes = 36;
+PreparedChat ApiServer::render_chat_request(ChatRequest request) const {
+  PreparedChat p;
+  p.req = std::move(request);
+  ChatRequest& req = p.req;
+  // vLLM's --enable-force-include-usage: usage in every chunk and at the end, asked or not.
+  if (config_.enable_force_include_usage) req.include_usage = req.continuous_usage = true;
+  check_request(req.model, req.priority, 1, req.params.n);
+  resolve_all_logprobs(&req.top_logprobs, &req.prompt_logprobs, &req.params);
+  check_logprobs(req.logprobs ? req.top_logprobs : -1, req.prompt_logprobs);
+  if (req.use_beam_search) {  // vLLM's beam search reports no prompt logprobs
+    req.prompt_logprobs = -1;
+    req.params.prompt_logprobs = -1;
+  }
+  if (!req.forwarded_prompt_ids) {
+    p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
+                           req.continue_final_message, req.chat_template);
+  }
+  return p;
+}
 
-}  // namespace
+void ApiServer::tokenize_chat_request(PreparedChat* p) const {
+  const ChatRequest& req = p->req;
+  p->prompt_ids = req.forwarded_prompt_ids ? *req.forwarded_prompt_ids
+                                           : encode(p->prompt, req.add_special_tokens, "messages");
+  truncate_prompt(&p->prompt_ids, req.truncate_prompt_tokens, req.truncate_right);
+  p->params = req.params;
+  if (!req.use_beam_search) resolve_bad_words(&p->params);
+  if (!req.max_tokens_given) p->params.max_tokens = engine_.max_model_len();  // up to the context
+  fit_max_tokens(p->prompt_ids.size(), req.max_tokens_given, &p->params);
+  if (req.use_beam_search) {
+    p->beams.push_back(beam_search_request(p->prompt_ids, p->params, req.length_penalty, req.priority));
+  } else if (Status s = engine_.validate(p->prompt_ids, p->params); !s.ok()) {
+    bad_request(s.message());
+  }
+  if (req.prompt_logprobs >= 0) {
+    p->fixed_reply_bytes = (p->prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs);
+    ReplyBudget(config_.max_response_bytes).charge(p->fixed_reply_bytes);
+  }
+}
+
+std::string chat_reply_role(const ChatRequest& req) {
+  if (req.add_generation_prompt || !req.messages.is_array() || req.messages.empty()) return "assistant";
+  return req.messages.back().value("role", std::string("assistant"));
+}
+
+Json chat_choice_json(size_t index, const std::string& role, std::string content, const ChoiceState& ch, Json logprobs,
+                      bool return_token_ids) {
+  return Json{{"index", index},
+              {"message", Json{{"role", role}, {"content", std::move(content)}, {"tool_calls", Json::array()}}},
+              {"logprobs", std::move(logprobs)},
+              {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+              {"stop_reason", ch.stop_reason},
+              {"token_ids", return_token_ids ? Json(ch.token_ids) : Json()}};
+}
 
 net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   // Parsing, rendering and tokenizing (seconds for a long conversation) run on a worker.
   // Two steps: a small body can render a large prompt, whose tokenizing then runs with the large work.
   const std::string& body = ex.request().body();
   PreparedChat prep = co_await lane(body.size()).run([&] {
-    PreparedChat p;
-    p.req = parse_chat_request(parse_json_body(body), config_.sampling_defaults);
-    ChatRequest& req = p.req;
-    check_request(req.model, req.priority, 1, req.params.n);
-    check_logprobs(req.logprobs ? req.top_logprobs : -1, req.prompt_logprobs);
-    if (req.use_beam_search) {  // vLLM's beam search reports no prompt logprobs
-      req.prompt_logprobs = -1;
-      req.params.prompt_logprobs = -1;
-    }
-    p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
-                           req.continue_final_message, req.chat_template);
-    return p;
+    return render_chat_request(parse_chat_request(parse_json_body(body), config_.sampling_defaults));
   });
-  co_await lane(prep.prompt.size()).run([&] {
-    PreparedChat& p = prep;
-    const ChatRequest& req = p.req;
-    p.prompt_ids = encode(p.prompt, req.add_special_tokens, "messages");
-    truncate_prompt(&p.prompt_ids, req.truncate_prompt_tokens);
-    p.params = req.params;
-    if (!req.use_beam_search) resolve_bad_words(&p.params);
-    if (!req.max_tokens_given) p.params.max_tokens = engine_.max_model_len();  // up to the context
-    fit_max_tokens(p.prompt_ids.size(), req.max_tokens_given, &p.params);
-    if (req.use_beam_search) {
-      p.beams.push_back(beam_search_request(p.prompt_ids, p.params, req.length_penalty, req.priority));
-    } else if (Status s = engine_.validate(p.prompt_ids, p.params); !s.ok()) {
-      bad_request(s.message());
-    }
-    if (req.prompt_logprobs >= 0) {
-      p.fixed_reply_bytes = (p.prompt_ids.size() - 1) * min_prompt_logprob_bytes(req.prompt_logprobs);
-      ReplyBudget(config_.max_response_bytes).charge(p.fixed_reply_bytes);
-    }
-  });
+  co_await lane(prep.prompt.size()).run([&] { tokenize_chat_request(&prep); });
   const ChatRequest& req = prep.req;
   const std::vector<int32_t>& prompt_ids = prep.prompt_ids;
   const SamplingParams& params = prep.params;
@@ -96,12 +100,19 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   const int64_t n = params.n;
-  const std::string echoed = echo_prefix(req);
+  const std::string echoed = chat_echo_prefix(req);
   const TokenNames names{tok_, req.return_tokens_as_token_ids.value_or(config_.return_tokens_as_token_ids)};
+  // Alternatives per token: top_logprobs, or every candidate the engine gave for
+  // logprob_token_ids (the chosen token and those asked for).
+  const int64_t top_k = params.logprob_token_ids.empty() ? req.top_logprobs : kAllLogprobs;
   const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   int64_t completion_tokens = 0;
   std::string error;
   int64_t cached = 0;  // prompt tokens the prefix cache served (known once the request finishes)
+  RequestMetrics timings;  // --enable-per-request-metrics, known once the request finishes
+  auto metrics_json = [&] {
+    return config_.enable_per_request_metrics ? per_request_metrics_json(timings, completion_tokens) : Json();
+  };
   auto usage = [&] {
     return usage_json(prompt_tokens, completion_tokens,
                       config_.enable_prompt_tokens_details ? std::optional<int64_t>(cached) : std::nullopt);
@@ -118,6 +129,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
         req.logprobs ? kMinChatLogprobBytes + kMinChatAlternativeBytes * static_cast<size_t>(req.top_logprobs) : 0;
     auto on_batch = [&](size_t, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
+      if (b.finished) timings = b.metrics;
       cached = std::max<int64_t>(cached, b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs.push_back(std::move(lp));
       prompt_ranks.insert(prompt_ranks.end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
@@ -145,28 +157,24 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
         Json logprobs = nullptr;
         if (req.logprobs) {
           logprobs = Json{{"content", chat_logprobs_content(names, ch.token_ids, ch.token_logprobs, ch.top_logprobs,
-                                                            req.top_logprobs)}};
+                                                            top_k)}};
         }
         if (c > 0) budget.append(&out, ",");
-        Json choice = {{"index", c},
-                       {"message", Json{{"role", "assistant"}, {"content", echoed + ch.text}, {"tool_calls", Json::array()}}},
-                       {"logprobs", std::move(logprobs)},
-                       {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                       {"stop_reason", ch.stop_reason}};
-        if (req.return_token_ids) choice["token_ids"] = ch.token_ids;
+        const Json choice = chat_choice_json(c, chat_reply_role(req), echoed + ch.text, ch, std::move(logprobs),
+                                             req.return_token_ids);
         budget.append(&out, dump(choice));
       }
-      budget.append(&out, "],\"usage\":");
+      // vLLM's fields in vLLM's order, those not asked for as null.
+      budget.append(&out, "],\"service_tier\":null,\"system_fingerprint\":null,\"usage\":");
       budget.append(&out, dump(usage()));
-      // vLLM's extras: prompt_logprobs is always there (null unless asked for).
       budget.append(&out, ",\"prompt_logprobs\":");
       budget.append(&out, req.prompt_logprobs >= 0
                               ? dump(prompt_logprobs_json(tok_, prompt_ids, prompt_logprobs, prompt_ranks))
                               : std::string("null"));
-      if (req.return_token_ids) {
-        budget.append(&out, ",\"prompt_token_ids\":");
-        budget.append(&out, dump(Json(prompt_ids)));
-      }
+      budget.append(&out, ",\"prompt_token_ids\":");
+      budget.append(&out, req.return_token_ids ? dump(Json(prompt_ids)) : std::string("null"));
+      budget.append(&out, ",\"kv_transfer_params\":null,\"metrics\":");
+      budget.append(&out, dump(metrics_json()));
       out += '}';
       return out;
     });
@@ -177,7 +185,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   if (!co_await ex.start_stream("text/event-stream")) co_return;
   std::string out;
   bool sent_prompt_ids = false;  // return_token_ids: on the first chunk
-  auto event = [&](Json choices, Json usage = Json()) {
+  auto event = [&](Json choices, Json usage = Json(), Json metrics = Json()) {
     Json chunk = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
                   {"choices", std::move(choices)}};
     if (req.return_token_ids && !sent_prompt_ids) {
@@ -185,6 +193,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       sent_prompt_ids = true;
     }
     if (!usage.is_null()) chunk["usage"] = std::move(usage);
+    if (!metrics.is_null()) chunk["metrics"] = std::move(metrics);
     out += "data: ";
     out += dump(chunk);
     out += "\n\n";
@@ -198,7 +207,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   // Every choice opens with the assistant role.
   for (int64_t c = 0; c < n; ++c) {
     event(Json::array({Json{{"index", c},
-                            {"delta", Json{{"role", "assistant"}, {"content", ""}}},
+                            {"delta", Json{{"role", chat_reply_role(req)}, {"content", ""}}},
                             {"logprobs", nullptr},
                             {"finish_reason", nullptr}}}),
           running_usage(c));
@@ -215,6 +224,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
       return;
     }
+    if (b.finished) timings = b.metrics;
     cached = std::max<int64_t>(cached, b.num_cached_tokens);
     for (const CompletionDelta& d : b.deltas) {
       completion_tokens += static_cast<int64_t>(d.token_ids.size());
@@ -227,7 +237,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       Json logprobs = nullptr;
       if (req.logprobs && !d.token_ids.empty()) {
         logprobs = Json{{"content", chat_logprobs_content(names, d.token_ids, d.token_logprobs, d.top_logprobs,
-                                                          req.top_logprobs)}};
+                                                          top_k)}};
       }
       Json choice = {{"index", d.index},
                      {"delta", std::move(delta)},
@@ -246,7 +256,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
     ex.abandon();
     co_return;
   }
-  if (req.include_usage || config_.enable_force_include_usage) event(Json::array(), usage());
+  if (req.include_usage) event(Json::array(), usage(), metrics_json());  // timings in the usage chunk only
   out += "data: [DONE]\n\n";
   if (co_await ex.write(out)) co_await ex.end_stream();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <unordered_set>
 
 #include "server/openai_protocol.h"
 
@@ -85,6 +86,17 @@ Json usage_json(int64_t prompt_tokens, int64_t completion_tokens, std::optional<
               {"prompt_tokens_details", cached_tokens ? Json{{"cached_tokens", *cached_tokens}} : Json()}};
 }
 
+namespace {
+
+// Appends a member whose key is known to be new. ordered_json's own insertion searches the
+// keys first, which is quadratic for a whole vocabulary's entries (logprobs -1).
+void append_new_member(Json* object, std::string key, Json value) {
+  auto& members = static_cast<Json::object_t::Container&>(object->get_ref<Json::object_t&>());
+  members.emplace_back(std::move(key), std::move(value));
+}
+
+}  // namespace
+
 Json prompt_logprobs_json(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
                           const std::vector<PositionLogprobs>& logprobs, const std::vector<int32_t>& ranks) {
   Json out = Json::array();
@@ -93,13 +105,36 @@ Json prompt_logprobs_json(const tokenizer::Tokenizer* tok, const std::vector<int
       out.push_back(nullptr);
       continue;
     }
+    // vLLM's order: the prompt token first, then the others by rank.
     Json position = Json::object();
-    for (size_t j = 0; j < logprobs[t].size(); ++j) {
-      const auto& [id, lp] = logprobs[t][j];
-      const int64_t rank = id == ids[t] && t < ranks.size() ? ranks[t] : static_cast<int64_t>(j + 1);
-      position[std::to_string(id)] = Json{{"logprob", lp}, {"rank", rank}, {"decoded_token", token_text(tok, id)}};
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t j = 0; j < logprobs[t].size(); ++j) {
+        const auto& [id, lp] = logprobs[t][j];
+        if ((id == ids[t]) != (pass == 0)) continue;
+        const int64_t rank = id == ids[t] && t < ranks.size() ? ranks[t] : static_cast<int64_t>(j + 1);
+        append_new_member(&position, std::to_string(id),
+                          Json{{"logprob", lp}, {"rank", rank}, {"decoded_token", token_text(tok, id)}});
+      }
     }
     out.push_back(std::move(position));
+  }
+  return out;
+}
+
+Json per_request_metrics_json(const RequestMetrics& m, int64_t num_generation_tokens) {
+  Json out = Json::object();
+  if (m.scheduled_time > 0.0 && m.first_token_time > 0.0) {
+    out["time_to_first_token_ms"] = (m.first_token_time - m.scheduled_time) * 1e3;
+  }
+  if (m.first_token_time > 0.0 && m.finished_time > 0.0) {
+    out["generation_time_ms"] = (m.finished_time - m.first_token_time) * 1e3;
+  }
+  if (m.arrival_time > 0.0 && m.scheduled_time > 0.0) out["queue_time_ms"] = (m.scheduled_time - m.arrival_time) * 1e3;
+  if (m.first_token_time > 0.0 && m.finished_time > 0.0 && num_generation_tokens > 1) {
+    out["mean_itl_ms"] = (m.finished_time - m.first_token_time) / static_cast<double>(num_generation_tokens - 1) * 1e3;
+  }
+  if (m.scheduled_time > 0.0 && m.finished_time > m.scheduled_time) {
+    out["tokens_per_second"] = static_cast<double>(num_generation_tokens) / (m.finished_time - m.scheduled_time);
   }
   return out;
 }
@@ -139,13 +174,16 @@ Json completion_logprobs(const TokenNames& names, const std::vector<int32_t>& id
     offset += utf8_length(text);
     tokens.push_back(std::move(text));
     token_logprobs.push_back(logprobs[i]);
+    // vLLM's order: the position's own token first, then the top k by rank (k + 1 entries
+    // at most; alternatives whose text is equal collapse into the first).
     Json alternatives = Json::object();
+    std::unordered_set<std::string> named{tokens.back().get<std::string>()};
+    append_new_member(&alternatives, tokens.back().get<std::string>(), logprobs[i]);
     const PositionLogprobs& p = top[i];
-    for (size_t j = 0; j < p.size(); ++j) {
-      // The first k, and the chosen token wherever it ranks.
-      if (static_cast<int64_t>(j) >= k && p[j].first != ids[i]) continue;
+    for (size_t j = 0; j < p.size() && static_cast<int64_t>(j) < k; ++j) {
+      if (p[j].first == ids[i]) continue;
       std::string t = names(p[j].first);
-      if (!alternatives.contains(t)) alternatives[t] = p[j].second;
+      if (named.insert(t).second) append_new_member(&alternatives, std::move(t), p[j].second);
     }
     tops.push_back(std::move(alternatives));
   }
@@ -170,9 +208,12 @@ Json chat_logprobs_content(const TokenNames& names, const std::vector<int32_t>& 
   Json content = Json::array();
   for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
     const std::string text = names(ids[i]);
+    // vLLM's order: the chosen token first, then the others by rank; k entries.
     Json alternatives = Json::array();
+    if (k > 0) alternatives.push_back(Json{{"token", text}, {"logprob", logprobs[i]}, {"bytes", bytes_of(text)}});
     const PositionLogprobs& p = top[i];
-    for (size_t j = 0; j < p.size() && static_cast<int64_t>(j) < k; ++j) {
+    for (size_t j = 0; j < p.size() && static_cast<int64_t>(alternatives.size()) < k; ++j) {
+      if (p[j].first == ids[i]) continue;
       const std::string t = names(p[j].first);
       alternatives.push_back(Json{{"token", t}, {"logprob", p[j].second}, {"bytes", bytes_of(t)}});
     }

@@ -13,6 +13,7 @@
 
 #include "engine/async_engine.h"
 #include "server/http_server.h"
+#include "server/openai_protocol.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera::server {
@@ -100,6 +101,11 @@ struct TokenNames {
 Json prompt_logprobs_json(const tokenizer::Tokenizer* tok, const std::vector<int32_t>& ids,
                           const std::vector<PositionLogprobs>& logprobs, const std::vector<int32_t>& ranks);
 
+// vLLM's per-request metrics (--enable-per-request-metrics): time_to_first_token_ms (from
+// admission), generation_time_ms (first to last token), queue_time_ms, mean_itl_ms (absent
+// with one token) and tokens_per_second (over admission to last token).
+Json per_request_metrics_json(const RequestMetrics& m, int64_t num_generation_tokens);
+
 // One completion's accumulated output (unstreamed responses).
 struct ChoiceState {
   std::string text;
@@ -122,5 +128,21 @@ Json completion_logprobs(const TokenNames& names, const std::vector<int32_t>& id
 // Chat-API logprobs entries ({token, logprob, bytes, top_logprobs}) of the tokens.
 Json chat_logprobs_content(const TokenNames& names, const std::vector<int32_t>& ids,
                            const std::vector<float>& logprobs, const std::vector<PositionLogprobs>& top, int64_t k);
+
+// Chat (serving_chat.cc). With echo, what the reply repeats before its own text (vLLM's
+// rule): the last message's content when its role is the reply's (the assistant's after a
+// generation prompt, else the last message's own, as with continue_final_message); text
+// parts joined by newlines.
+std::string chat_echo_prefix(const ChatRequest& req);
+// The role of a chat reply: the assistant's after a generation prompt, else the last
+// message's (vLLM's rule).
+std::string chat_reply_role(const ChatRequest& req);
+// One choice of an unstreamed chat reply, vLLM's fields in vLLM's order.
+Json chat_choice_json(size_t index, const std::string& role, std::string content, const ChoiceState& ch, Json logprobs,
+                      bool return_token_ids);
+// Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob", "bytes",
+// "top_logprobs"}), and of each alternative in it.
+constexpr size_t kMinChatLogprobBytes = 50;
+constexpr size_t kMinChatAlternativeBytes = 36;
 
 }  // namespace tessera::server

@@ -32,7 +32,10 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     PreparedCompletion p;
     p.req = parse_completion_request(parse_json_body(body), config_.sampling_defaults);
     CompletionRequest& req = p.req;
+    // vLLM's --enable-force-include-usage: usage in every chunk and at the end, asked or not.
+    if (config_.enable_force_include_usage) req.include_usage = req.continuous_usage = true;
     check_request(req.model, req.priority, req.prompts.size(), req.params.n);
+    resolve_all_logprobs(&req.logprobs, &req.prompt_logprobs, &req.params);
     check_logprobs(req.logprobs, req.prompt_logprobs);
     if (req.use_beam_search) {
       // vLLM's beam search reports no prompt logprobs (and fails on echo with logprobs).
@@ -51,7 +54,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       PromptSpec& spec = req.prompts[i];
       std::vector<int32_t>& ids = p.prompt_ids[i];
       ids = spec.text ? encode(*spec.text, req.add_special_tokens, "prompt") : std::move(spec.token_ids);
-      const bool truncated = truncate_prompt(&ids, req.truncate_prompt_tokens);
+      const bool truncated = truncate_prompt(&ids, req.truncate_prompt_tokens, req.truncate_right);
       fit_max_tokens(ids.size(), req.max_tokens_given, &p.params[i]);
       if (req.use_beam_search) {
         p.beams.push_back(beam_search_request(ids, p.params[i], req.length_penalty, req.priority));
@@ -86,7 +89,9 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   const std::string id = random_id("cmpl-");
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
-  const int64_t k = std::max<int64_t>(req.logprobs, 0);
+  // Alternatives per position: the top k, or every candidate the engine gave for
+  // logprob_token_ids (the chosen token and those asked for).
+  const int64_t k = req.params.logprob_token_ids.empty() ? std::max<int64_t>(req.logprobs, 0) : kAllLogprobs;
   const TokenNames names{tok_, req.return_tokens_as_token_ids.value_or(config_.return_tokens_as_token_ids)};
   int64_t prompt_tokens = 0;
   for (const auto& p : prompt_ids) prompt_tokens += static_cast<int64_t>(p.size());
@@ -94,6 +99,15 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   std::string error;
   // Prompt tokens each prompt's request got from the prefix cache (known once it finishes).
   std::vector<int64_t> cached(num_prompts, 0);
+  // --enable-per-request-metrics: the first prompt's request's timings and tokens.
+  RequestMetrics timings;
+  int64_t timed_tokens = 0;
+  auto note_timings = [&](size_t i, const StreamBatch& b) {
+    if (i != 0) return;
+    for (const CompletionDelta& d : b.deltas) timed_tokens += static_cast<int64_t>(d.token_ids.size());
+    if (b.finished) timings = b.metrics;
+  };
+  auto metrics_json = [&] { return config_.enable_per_request_metrics ? per_request_metrics_json(timings, timed_tokens) : Json(); };
   auto usage = [&] {
     int64_t total = 0;
     for (int64_t c : cached) total += c;
@@ -110,6 +124,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     estimate.charge(prep.fixed_reply_bytes);
     auto on_batch = [&](size_t i, StreamBatch& b) {
       if (!b.error.empty()) error = b.error;
+      note_timings(i, b);
       cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
       for (auto& lp : b.prompt_logprobs) prompt_logprobs[i].push_back(std::move(lp));
       prompt_ranks[i].insert(prompt_ranks[i].end(), b.prompt_ranks.begin(), b.prompt_ranks.end());
@@ -175,25 +190,26 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
             logprobs = completion_logprobs(names, ch.token_ids, ch.token_logprobs, ch.top_logprobs, k, 0);
           }
         }
+        // vLLM's fields in vLLM's order, those not asked for as null.
         std::string choice = dump(Json{{"index", c},
                                        {"text", std::move(text)},
                                        {"logprobs", std::move(logprobs)},
                                        {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
-                                       {"stop_reason", ch.stop_reason}});
-        // vLLM's extras: prompt_logprobs is always there (null unless asked for).
+                                       {"stop_reason", ch.stop_reason},
+                                       {"token_ids", req.return_token_ids ? Json(ch.token_ids) : Json()}});
         choice.pop_back();
         choice += ",\"prompt_logprobs\":";
         choice += req.prompt_logprobs >= 0 ? shared_prompt_logprobs[i] : "null";
-        if (req.return_token_ids) {
-          choice += ",\"prompt_token_ids\":" + dump(Json(prompt_ids[i]));
-          choice += ",\"token_ids\":" + dump(Json(ch.token_ids));
-        }
+        choice += ",\"prompt_token_ids\":";
+        choice += req.return_token_ids ? dump(Json(prompt_ids[i])) : "null";
         choice += '}';
         if (c > 0) budget.append(&out, ",");
         budget.append(&out, choice);
       }
-      budget.append(&out, "],\"usage\":");
+      budget.append(&out, "],\"service_tier\":null,\"system_fingerprint\":null,\"usage\":");
       budget.append(&out, dump(usage()));
+      budget.append(&out, ",\"kv_transfer_params\":null,\"metrics\":");
+      budget.append(&out, dump(metrics_json()));
       out += '}';
       return out;
     });
@@ -243,6 +259,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
       out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
       return;
     }
+    note_timings(i, b);
     cached[i] = std::max<int64_t>(cached[i], b.num_cached_tokens);
     for (const CompletionDelta& d : b.deltas) {
       const size_t c = i * static_cast<size_t>(n) + static_cast<size_t>(d.index);
@@ -263,15 +280,11 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
     ex.abandon();
     co_return;
   }
-  if (req.include_usage || config_.enable_force_include_usage) {
-    out += "data: " +
-           dump(Json{{"id", id},
-                     {"object", "text_completion"},
-                     {"created", created},
-                     {"model", model},
-                     {"choices", Json::array()},
-                     {"usage", usage()}}) +
-           "\n\n";
+  if (req.include_usage) {
+    Json chunk = {{"id", id},          {"object", "text_completion"}, {"created", created},
+                  {"model", model},    {"choices", Json::array()},    {"usage", usage()}};
+    if (config_.enable_per_request_metrics) chunk["metrics"] = metrics_json();  // timings in the usage chunk only
+    out += "data: " + dump(chunk) + "\n\n";
   }
   out += "data: [DONE]\n\n";
   if (co_await ex.write(out)) co_await ex.end_stream();

@@ -7,7 +7,8 @@ client:
   token (which must run to give logits): cached_tokens = (prompt_tokens - 1) // block_size *
   block_size; a new prompt hits nothing. Without the flag the field is null
   (test_openai_server.py).
-- `truncate_prompt_tokens` (request): only the prompt's last K tokens run (-1: up to the
+- `truncate_prompt_tokens` (request): only the prompt's last K tokens run (the first K with
+  `truncation_side: "right"`; -1: up to the
   context); the answer equals that of the cut prompt sent as token ids.
 - `stream_options.continuous_usage_stats` (with include_usage): every chunk carries usage,
   the prompt's tokens and its choice's tokens so far, ending at the final usage.
@@ -32,7 +33,8 @@ client:
   (or JSON) gets `endpoint-load-metrics` with the KV cache's usage and the waiting requests.
 - `--enable-request-id-headers`: every response (errors and streams too) carries
   X-Request-Id, the client's or a new one; without the flag, none.
-- `--enable-force-include-usage`: a stream ends with its usage chunk unasked;
+- `--enable-force-include-usage`: a stream ends with its usage chunk unasked, and every
+  chunk carries the usage so far (vLLM's flag forces `continuous_usage_stats` too);
   `--enable-server-load-tracking`: GET /load counts the generation requests in progress;
   `--root-path P`: paths with the prefix P route as those without it.
 - vLLM's serve flags: `--kv-cache-memory-bytes`, `--max-logprobs` (more gets vLLM's 400),
@@ -147,6 +149,12 @@ def tokenize(prompt: str) -> list[int]:
     return body["tokens"]
 
 
+def tokenize_chat(messages: list[dict]) -> list[int]:
+    status, body, raw = SERVER.json_request("POST", "/tokenize", {"model": NAME, "messages": messages})
+    assert status == 200, (status, raw)
+    return body["tokens"]
+
+
 def detokenize_special(server, text: str) -> str:
     """text tokenized and decoded back with special tokens kept (a special token stays itself)."""
     status, body, raw = server.json_request("POST", "/tokenize", {"model": NAME, "prompt": text,
@@ -174,6 +182,25 @@ class TruncatePromptTokensTest(unittest.TestCase):
         self.assertEqual(cut.usage.prompt_tokens, 6)
         ref = CLIENT.completions.create(model=NAME, prompt=ids[-6:], max_tokens=8, temperature=0)
         self.assertEqual(cut.choices[0].text, ref.choices[0].text)
+
+    def test_truncation_side(self):
+        ids = tokenize(self.PROMPT)
+        for side, kept in (("right", ids[:4]), ("left", ids[-4:]), (None, ids[-4:])):
+            status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+                "model": NAME, "prompt": ids, "max_tokens": 1, "temperature": 0, "return_token_ids": True,
+                "truncate_prompt_tokens": 4, "truncation_side": side})
+            self.assertEqual(status, 200, raw)
+            self.assertEqual(body["choices"][0]["prompt_token_ids"], kept, side)
+        chat = CLIENT.chat.completions.create(model=NAME, messages=[{"role": "user", "content": self.PROMPT}],
+                                              max_completion_tokens=1, temperature=0,
+                                              extra_body={"truncate_prompt_tokens": 3, "truncation_side": "right",
+                                                          "return_token_ids": True})
+        rendered = tokenize_chat([{"role": "user", "content": self.PROMPT}])
+        self.assertEqual(chat.model_extra["prompt_token_ids"], rendered[:3])
+        status, body, raw = SERVER.json_request("POST", "/v1/completions", {
+            "model": NAME, "prompt": ids, "max_tokens": 1, "truncate_prompt_tokens": 4, "truncation_side": "middle"})
+        self.assertEqual(status, 400, raw)
+        self.assertEqual(body["error"]["param"], "truncation_side")
 
     def test_echo_shows_the_cut_prompt(self):
         ids = tokenize(self.PROMPT)
@@ -359,20 +386,27 @@ class ReturnTokenIdsTest(unittest.TestCase):
         self.assertEqual(status, 200, raw)
         return tok["tokens"]
 
-    def test_prompt_logprobs_null_unless_asked(self):
+    def test_fields_not_asked_for_are_null(self):
+        # vLLM serializes every field of its response models: those not asked for are null.
         status, body, raw = SERVER.json_request("POST", "/v1/completions", {
             "model": NAME, "prompt": self.PROMPT, "max_tokens": 2, "n": 2, "temperature": 1, "seed": 1})
         self.assertEqual(status, 200, raw)
+        self.assertEqual(list(body), ["id", "object", "created", "model", "choices", "service_tier",
+                                      "system_fingerprint", "usage", "kv_transfer_params", "metrics"])
         for choice in body["choices"]:
-            self.assertIn("prompt_logprobs", choice)
-            self.assertIsNone(choice["prompt_logprobs"])
-            self.assertNotIn("token_ids", choice)
+            self.assertEqual(list(choice), ["index", "text", "logprobs", "finish_reason", "stop_reason",
+                                            "token_ids", "prompt_logprobs", "prompt_token_ids"])
+            for key in ("token_ids", "prompt_logprobs", "prompt_token_ids"):
+                self.assertIsNone(choice[key], key)
         status, body, raw = SERVER.json_request("POST", "/v1/chat/completions", {
             "model": NAME, "messages": self.MESSAGES, "max_tokens": 2})
         self.assertEqual(status, 200, raw)
-        self.assertIn("prompt_logprobs", body)
-        self.assertIsNone(body["prompt_logprobs"])
-        self.assertNotIn("prompt_token_ids", body)
+        self.assertEqual(list(body), ["id", "object", "created", "model", "choices", "service_tier",
+                                      "system_fingerprint", "usage", "prompt_logprobs", "prompt_token_ids",
+                                      "kv_transfer_params", "metrics"])
+        for key in ("prompt_logprobs", "prompt_token_ids", "service_tier", "kv_transfer_params", "metrics"):
+            self.assertIsNone(body[key], key)
+        self.assertIsNone(body["choices"][0]["token_ids"])
 
     def test_completion(self):
         resp = CLIENT.completions.create(model=NAME, prompt=self.PROMPT, max_tokens=6, n=2, temperature=1, seed=7,
@@ -532,7 +566,8 @@ class DeploymentFlagsTest(unittest.TestCase):
         cls.binary, cls.model = binary, model
         cls.server = sf.Server(binary, model, ["--enable-request-id-headers", "--enable-force-include-usage",
                                                "--enable-server-load-tracking", "--root-path", "/api/",
-                                               "--max-logprobs", "2", "--revision", "main",
+                                               # given twice: the last counts, as under vllm serve
+                                               "--max-logprobs", "7", "--max-logprobs", "2", "--revision", "main",
                                                "--enable-tokenizer-info-endpoint", "--disable-log-requests",
                                                "--uvicorn-log-level", "warning", "--trust-remote-code"],
                                name="deployment_flags")
@@ -565,6 +600,21 @@ class DeploymentFlagsTest(unittest.TestCase):
         events = [json.loads(line[6:]) for line in raw.decode().splitlines()
                   if line.startswith("data: ") and line != "data: [DONE]"]
         self.assertEqual(events[-1]["choices"], [])
+        self.assertEqual(events[-1]["usage"]["completion_tokens"], 3)
+        # vLLM's flag forces continuous_usage_stats too: every chunk counts the tokens so far.
+        prompt_tokens = events[-1]["usage"]["prompt_tokens"]
+        running = [e["usage"]["completion_tokens"] for e in events[:-1]]
+        self.assertTrue(all(e["usage"]["prompt_tokens"] == prompt_tokens for e in events), events)
+        self.assertEqual(running, sorted(running))
+        self.assertEqual(running[-1], 3)
+        status, _, raw = self.server.request("POST", "/v1/chat/completions",
+                                             {"model": NAME, "messages": [{"role": "user", "content": "Hi"}],
+                                              "max_completion_tokens": 3, "min_tokens": 3, "stream": True})
+        self.assertEqual(status, 200, raw)
+        events = [json.loads(line[6:]) for line in raw.decode().splitlines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+        self.assertTrue(all(e["usage"] is not None for e in events), events)
+        self.assertEqual(events[0]["usage"]["completion_tokens"], 0)
         self.assertEqual(events[-1]["usage"]["completion_tokens"], 3)
         _, _, raw = SERVER.request("POST", "/v1/completions",
                                    {"model": NAME, "prompt": "Hi", "max_tokens": 3, "stream": True})

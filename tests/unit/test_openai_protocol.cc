@@ -73,6 +73,28 @@ TEST(OpenAiProtocol, ValidationAsVllmDoesIt) {
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": -9223372036854775809})"), "seed");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "seed": 9223372036854775808})"), "seed");
   EXPECT_EQ(completion(R"({"prompt": "x", "seed": 7.0})").params.seed, 7u);
+  EXPECT_NE(error_text(c, R"({"prompt": "x", "seed": 9223372036854775808})").find("less_than_equal"), std::string::npos);
+  EXPECT_NE(error_text(c, R"({"prompt": "x", "seed": -9223372036854775809})").find("greater_than_equal"),
+            std::string::npos);
+  // -1 asks for every token's logprob (the handler makes it the vocabulary's size).
+  const CompletionRequest all = completion(R"({"prompt": "x", "logprobs": -1, "prompt_logprobs": -1})");
+  EXPECT_EQ(all.logprobs, kAllLogprobs);
+  EXPECT_EQ(all.params.logprobs, kAllLogprobs);
+  EXPECT_EQ(all.prompt_logprobs, kAllLogprobs);
+  EXPECT_EQ(all.params.prompt_logprobs, kAllLogprobs);
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": -1})")
+                .params.logprobs,
+            kAllLogprobs);
+  // top_logprobs 0 needs no logprobs; more does (vLLM's text).
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 0})").params.logprobs, 0);
+  EXPECT_NE(error_text([](const std::string& b) { return chat(b); },
+                       R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})")
+                .find("`logprobs` must be set to true"),
+            std::string::npos);
+  // truncation_side: left (default) or right.
+  EXPECT_FALSE(completion(R"({"prompt": "x", "truncation_side": "left"})").truncate_right);
+  EXPECT_TRUE(completion(R"({"prompt": "x", "truncation_side": "right"})").truncate_right);
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "truncation_side": "middle"})"), "truncation_side");
   // No prompt, an empty one or prompt_embeds: vLLM's text.
   const std::string no_prompt = "Either prompt or prompt_embeds must be provided and non-empty.";
   for (const char* body : {R"({"max_tokens": 3})", R"({"prompt": ""})", R"({"prompt": []})", R"({"prompt": [[]]})"}) {
@@ -166,7 +188,7 @@ TEST(OpenAiProtocol, BadFieldsNameTheField) {
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "temperature": -1})"), "temperature");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "top_p": 0})"), "top_p");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "top_k": -5})"), "top_k");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logprobs": 1000})"), "logprobs");
+  EXPECT_EQ(error_param(c, R"({"prompt": "x", "logprobs": -2})"), "logprobs");  // -1: every token; more: --max-logprobs
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"abc": 1}})"), "logit_bias");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "logit_bias": {"1": 1000}})"), "logit_bias");
   EXPECT_EQ(error_param(c, R"({"prompt": "x", "stop": {"a": 1}})"), "stop");
