@@ -142,6 +142,7 @@ NB_MODULE(_core, m) {
       .def_rw("include_stop_str_in_output", &SamplingParams::include_stop_str_in_output)
       .def_rw("skip_special_tokens", &SamplingParams::skip_special_tokens)
       .def_rw("logprobs", &SamplingParams::logprobs)
+      .def_rw("logprob_token_ids", &SamplingParams::logprob_token_ids)
       .def_rw("prompt_logprobs", &SamplingParams::prompt_logprobs)
       .def("validate", &SamplingParams::validate, "Empty when valid, else what is wrong");
 

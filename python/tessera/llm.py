@@ -181,7 +181,9 @@ class LLM:
         for r, p in zip(results, params):
             if r.error:
                 raise ValueError(r.error)
-            outputs.append(from_core(r, self._decode_token, p.logprobs, p.prompt_logprobs,
+            # logprob_token_ids: the chosen token and those asked for, none of them ranked.
+            logprobs_k = 0 if p.logprob_token_ids else p.logprobs
+            outputs.append(from_core(r, self._decode_token, logprobs_k, p.prompt_logprobs,
                                      str(next(self._request_counter))))
         return outputs
 

@@ -48,6 +48,7 @@ class SamplingParams:
         include_stop_str_in_output: bool = False,
         logit_bias: dict[int, float] | None = None,
         allowed_token_ids: list[int] | None = None,
+        logprob_token_ids: list[int] | None = None,
         **unsupported: Any,
     ) -> None:
         for name, value in unsupported.items():
@@ -76,6 +77,7 @@ class SamplingParams:
         self.include_stop_str_in_output = include_stop_str_in_output
         self.logit_bias = dict(logit_bias or {})
         self.allowed_token_ids = list(allowed_token_ids) if allowed_token_ids is not None else None
+        self.logprob_token_ids = list(logprob_token_ids) if logprob_token_ids else None
         self._to_core()  # checks every field now, as vLLM's constructor does
 
     def _to_core(self, max_model_len: int | None = None) -> _core.SamplingParams:
@@ -102,6 +104,14 @@ class SamplingParams:
             p.include_stop_str_in_output = self.include_stop_str_in_output
             p.skip_special_tokens = self.skip_special_tokens
             p.logprobs = 0 if self.logprobs is None else self.logprobs
+            if self.logprob_token_ids:  # vLLM's: these tokens' logprobs (and the chosen one's) per position
+                n = len(self.logprob_token_ids)
+                if self.logprobs is not None and self.logprobs != n:
+                    raise ValueError("When both logprobs and logprob_token_ids are set, logprobs must equal "
+                                     f"len(logprob_token_ids). Got logprobs={self.logprobs}, "
+                                     f"len(logprob_token_ids)={n}.")
+                p.logprob_token_ids = self.logprob_token_ids
+                p.logprobs = n
             p.prompt_logprobs = -1 if self.prompt_logprobs is None else self.prompt_logprobs
         except TypeError as e:  # a value of the wrong type (nanobind's conversion)
             raise ValueError(f"SamplingParams: {e}") from None

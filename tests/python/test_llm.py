@@ -93,6 +93,22 @@ def test_logprobs_are_dicts_of_logprob_best_first(llm):
     assert math.isclose(c.cumulative_logprob, total, rel_tol=1e-5, abs_tol=1e-5)
 
 
+def test_logprob_token_ids(llm):
+    prompt = "The capital of France is"
+    top = llm.generate(prompt, SamplingParams(temperature=0.0, max_tokens=3, logprobs=5))[0].outputs[0]
+    asked = [t for t in top.logprobs[0] if t != top.token_ids[0]][:2] + [1000]
+    out = llm.generate(prompt, SamplingParams(temperature=0.0, max_tokens=3, logprob_token_ids=asked))[0].outputs[0]
+    assert out.token_ids == top.token_ids
+    for i, (token, pos) in enumerate(zip(out.token_ids, out.logprobs)):
+        assert list(pos)[0] == token  # the chosen token first, then those asked for
+        assert set(pos) == {token, *asked}
+        for t in top.logprobs[i]:
+            if t in pos:  # the same value as a top-k request reports
+                assert math.isclose(pos[t].logprob, top.logprobs[i][t].logprob, abs_tol=1e-5)
+    with pytest.raises(ValueError, match="logprobs must equal len"):
+        SamplingParams(logprobs=2, logprob_token_ids=[1, 2, 3])
+
+
 def test_prompt_logprobs(llm):
     out = llm.generate("The capital of France is", SamplingParams(max_tokens=1, prompt_logprobs=2))[0]
     lps = out.prompt_logprobs
