@@ -391,7 +391,7 @@ SOFT_UNBUILT_FLAGS = {
 }
 DROPPED_FLAGS = {"--dtype", "--seed", "--tokenizer-mode", "--hf-overrides", "--load-format",
                  "--attention-backend", "--tensor-parallel-size", "--enable-metrics",
-                 "--enable-per-request-metrics", "--chat-template-content-format",
+                 "--chat-template-content-format",
                  "--exclude-tools-when-tool-choice-none", "--show-hidden-metrics-for-version",
                  "--runner", "--enable-log-requests", "--enable-log-outputs",
                  "--compilation-config", "-O", "--kv-cache-dtype", "--swap-space",
@@ -446,12 +446,8 @@ def map_vllm_args(model: str, vllm_args: list[str]) -> tuple[str, list[str], lis
     notes: list[str] = []
     have_kv = False
     pairs = _split_args(list(vllm_args))
-    # argparse lets a repeated flag's last value win; tessera (CLI11) refuses repeats.
-    last = {f: i for i, (f, _) in enumerate(pairs)}
-    for i, (flag, vals) in enumerate(pairs):
-        if last[flag] != i and flag not in ("--lora-modules",):
-            notes.append(f"dropped repeated {flag} {' '.join(vals)} (the last one wins)")
-            continue
+    # A repeated flag's last value wins under both (argparse; tessera serve as vLLM).
+    for flag, vals in pairs:
         if flag in UNBUILT_FLAGS:
             return served, out, notes, UNBUILT_FLAGS[flag]
         if vals and (flag, vals[0]) in UNBUILT_FLAG_VALUES:
@@ -479,8 +475,9 @@ def map_vllm_args(model: str, vllm_args: list[str]) -> tuple[str, list[str], lis
                 notes.append(f"--max-model-len {n} clamped to {MODEL_CONTEXT} (the model's)")
                 vals = [str(MODEL_CONTEXT)]
         if flag == "--max-logprobs" and vals and (int(vals[0]) > 20 or int(vals[0]) < 0):
-            notes.append(f"--max-logprobs {vals[0]} clamped to 20 (Tessera's most)")
-            vals = ["20"]
+            # Whole-vocabulary logprobs make replies of ~100 MB; vLLM has no reply limit.
+            notes.append("--max-response-bytes 1073741824 added (vLLM has no reply size limit)")
+            out += ["--max-response-bytes", "1073741824"]
         if flag in ("--kv-cache-memory", "--kv-cache-memory-bytes"):
             have_kv = True
         if flag in DROPPED_FLAGS or flag not in flags:
