@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libboost-dev libboost-system-dev
+  libboost-dev libboost-system-dev libssl-dev
   nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libicu-dev

@@ -12,8 +12,13 @@
 namespace tessera {
 
 struct EngineArgs {
-  std::string model;      // model directory, .safetensors or .gguf
-  std::string tokenizer;  // default: the model's own
+  // A model directory, .safetensors or .gguf, or a Hugging Face Hub name ("ORG/NAME", or
+  // "ORG/NAME/FILE.gguf"): from the Hub's local cache, downloaded into it when missing.
+  std::string model;
+  std::string tokenizer;           // path or Hub name; default: the model's own
+  std::string revision;            // of a Hub model: branch, tag or commit; "": main
+  std::string tokenizer_revision;  // of a Hub tokenizer; "": main
+  std::string download_dir;        // the Hub cache to use; "": $HF_HUB_CACHE, else $HF_HOME/hub, ...
   int32_t block_size = 16;
   std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
   // Bytes of K/V storage, reserved at start; 0: on the CPU 1 GiB, or what max_num_seqs

@@ -15,6 +15,7 @@
 #include <optional>
 #include <variant>
 
+#include "engine/engine_setup.h"
 #include "tessera/llm.h"
 
 namespace nb = nanobind;
@@ -103,6 +104,9 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def_rw("model", &EngineArgs::model)
       .def_rw("tokenizer", &EngineArgs::tokenizer)
+      .def_rw("revision", &EngineArgs::revision)
+      .def_rw("tokenizer_revision", &EngineArgs::tokenizer_revision)
+      .def_rw("download_dir", &EngineArgs::download_dir)
       .def_rw("block_size", &EngineArgs::block_size)
       .def_rw("device", &EngineArgs::device)
       .def_rw("kv_cache_memory", &EngineArgs::kv_cache_memory)
@@ -119,6 +123,15 @@ NB_MODULE(_core, m) {
       .def_rw("seed", &EngineArgs::seed)
       .def_rw("disable_progress_bar", &EngineArgs::disable_progress_bar)
       .def_rw("disable_log_stats", &EngineArgs::disable_log_stats);
+
+  // Hub names of args.model / args.tokenizer as local paths (downloading what the cache lacks).
+  m.def("resolve_model_sources", [](const EngineArgs& args) {
+    auto resolved = [&] {
+      nb::gil_scoped_release release;
+      return resolve_model_sources(args);
+    }();
+    return value_or_raise(std::move(resolved));
+  });
 
   nb::class_<SamplingParams>(m, "SamplingParams")
       .def(nb::init<>())

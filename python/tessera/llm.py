@@ -6,7 +6,7 @@ import itertools
 import json
 from typing import Any, Callable, Sequence
 
-from tessera import _core, beam_search as _beam_search
+from tessera import _core, beam_search as _beam_search, hub as _hub
 from tessera.beam_search import BeamSearchOutput
 from tessera.outputs import RequestOutput, from_core
 from tessera.sampling_params import BeamSearchParams, SamplingParams
@@ -26,17 +26,16 @@ _ONLY_DEFAULT = {
     "max_loras": 1,
     "tokenizer_mode": "auto",
     "skip_tokenizer_init": False,
-    "revision": None,
-    "tokenizer_revision": None,
     "hf_overrides": None,
 }
 # Accepted and without effect here (documented in docs/python.md).
-_NO_EFFECT = ("trust_remote_code", "swap_space", "disable_custom_all_reduce", "download_dir",
-              "compilation_config", "max_seq_len_to_capture", "disable_async_output_proc")
+_NO_EFFECT = ("trust_remote_code", "swap_space", "disable_custom_all_reduce", "compilation_config", "max_seq_len_to_capture", "disable_async_output_proc")
 
 
 class LLM:
-    """An engine for offline batches: `LLM(model=path).generate(prompts, SamplingParams(...))`."""
+    """An engine for offline batches: `LLM(model=path).generate(prompts, SamplingParams(...))`.
+    model and tokenizer: local paths, or Hugging Face Hub names ("ORG/NAME") taken from the Hub's
+    cache and downloaded into it when missing (revision, tokenizer_revision, download_dir)."""
 
     def __init__(
         self,
@@ -56,6 +55,9 @@ class LLM:
         block_size: int | None = None,
         device: str = "auto",
         disable_log_stats: bool = True,
+        revision: str | None = None,
+        tokenizer_revision: str | None = None,
+        download_dir: str | None = None,
         **kwargs: Any,
     ) -> None:
         for name, value in kwargs.items():
@@ -72,7 +74,11 @@ class LLM:
             raise ValueError(f"LLM: dtype={dtype!r} is not supported by Tessera yet (auto, bfloat16)")
         a = _core.EngineArgs()
         a.model = str(model)
-        a.tokenizer = tokenizer or ""
+        a.tokenizer = str(tokenizer or "")
+        a.revision = revision or ""
+        a.tokenizer_revision = tokenizer_revision or ""
+        a.download_dir = str(download_dir or "")
+        _resolve_hub_names(a)
         a.device = device
         a.gpu_memory_utilization = gpu_memory_utilization
         a.enforce_eager = enforce_eager
@@ -189,6 +195,19 @@ class LLM:
 
     def _decode_token(self, token_id: int) -> str:
         return self._engine.decode([token_id])
+
+
+def _resolve_hub_names(a) -> None:
+    """Hub names in a.model / a.tokenizer become local paths: through huggingface_hub when it
+    is installed, else the engine's resolver (with its progress bar on stderr)."""
+    model = _hub.resolve(a.model, a.revision, a.download_dir, tokenizer_only=False)
+    tokenizer = _hub.resolve(a.tokenizer, a.tokenizer_revision, a.download_dir, tokenizer_only=True)
+    if model is not None and tokenizer is not None:
+        a.model, a.tokenizer = model, tokenizer
+        return
+    a.disable_progress_bar = False
+    resolved = _core.resolve_model_sources(a)
+    a.model, a.tokenizer = resolved.model, resolved.tokenizer
 
 
 class _ProgressBar:

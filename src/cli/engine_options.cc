@@ -3,8 +3,16 @@
 namespace tessera::cli {
 
 void add_engine_options(CLI::App* cmd, EngineArgs* a) {
-  cmd->add_option("--model", a->model, "Model directory, .safetensors or .gguf file")->required();
-  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json, model directory, .gguf or .model (default: the model's)");
+  cmd->add_option("--model", a->model,
+                  "Model directory, .safetensors or .gguf file, or Hugging Face Hub name ORG/NAME (or "
+                  "ORG/NAME/FILE.gguf): from the Hub's cache, downloaded into it when missing")
+      ->required();
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "tokenizer.json, model directory, .gguf, .model or Hub name (default: the model's)");
+  cmd->add_option("--revision", a->revision, "Hub model: branch, tag or commit (default: main)");
+  cmd->add_option("--tokenizer-revision", a->tokenizer_revision, "Hub tokenizer: branch, tag or commit (default: main)");
+  cmd->add_option("--download-dir", a->download_dir,
+                  "Hub cache directory (default: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)");
   cmd->add_option("--block-size", a->block_size, "Tokens per KV-cache block")->check(CLI::Range(1, 1024));
   cmd->add_option("--device", a->device, "cuda, cpu or auto (CUDA when a device is usable)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));

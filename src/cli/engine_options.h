@@ -9,9 +9,10 @@
 
 namespace tessera::cli {
 
-// --model, --tokenizer, --block-size, --kv-cache-memory, --max-model-len, --max-num-seqs,
-// --max-num-batched-tokens, --[no-]enable-prefix-caching, --[no-]enable-chunked-prefill,
-// --seed, --disable-progress-bar, --profile.
+// --model, --tokenizer (paths or Hub names), --revision, --tokenizer-revision, --download-dir,
+// --block-size, --kv-cache-memory, --max-model-len, --max-num-seqs, --max-num-batched-tokens,
+// --[no-]enable-prefix-caching, --[no-]enable-chunked-prefill, --seed, --disable-progress-bar,
+// --profile.
 void add_engine_options(CLI::App* cmd, EngineArgs* args);
 
 // --max-tokens, --min-tokens, --temperature, --top-k, --top-p, --min-p, penalties,

@@ -128,6 +128,15 @@ int run_serve(ServeOptions o) {
       return 1;
     }
   }
+  // A Hub name becomes its cached snapshot (downloaded when missing); the API names the model
+  // as given, as vLLM's does.
+  const std::string model_as_given = o.engine.model;
+  auto sources = resolve_model_sources(o.engine);
+  if (!sources.ok()) {
+    std::fprintf(stderr, "error: %s\n", sources.error().c_str());
+    return 1;
+  }
+  o.engine = std::move(*sources);
   set_threads(o.threads);
   apply_activation_precision(o.activation_precision);
   raise_open_file_limit();
@@ -193,8 +202,8 @@ int run_serve(ServeOptions o) {
   }
   AsyncEngine engine(std::move(core), loaded.tokenizer.get());
   server::ApiServerConfig config = o.api;
-  config.served_model_name = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
-  config.model_path = o.engine.model;
+  config.served_model_name = o.served_model_name.empty() ? model_as_given : o.served_model_name;
+  config.model_path = model_as_given;
   // vLLM's server takes its keys from VLLM_API_KEY when --api-key is not given: a deployment
   // that sets only the variable must not serve without a key.
   for (const std::string& key : o.api_keys) {
@@ -282,7 +291,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   // append overrides to a base command line. Options that collect several values say so.
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   // vLLM's name for the positional; "model" would clash with --model in CLI11 2.4.
-  cmd->add_option("model_tag", o->model_positional, "Model directory, .safetensors or .gguf file (or --model)");
+  cmd->add_option("model_tag", o->model_positional,
+                  "Model directory, .safetensors or .gguf file, or Hugging Face Hub name ORG/NAME (or --model)");
   // Off by default here: a request arriving while a step runs waits for the step already
   // queued behind it (what that costs in TTFT: docs/benchmarks.md, "Async scheduling").
   o->engine.async_scheduling = false;

@@ -13,9 +13,6 @@ struct Flag {
 
 // Accepted and without effect here.
 constexpr Flag kWithoutEffect[] = {
-    {"--revision", true, "a model revision on the hub: Tessera loads local files"},
-    {"--tokenizer-revision", true, "a tokenizer revision on the hub: Tessera loads local files"},
-    {"--download-dir", true, "where hub downloads go: Tessera loads local files"},
     {"--trust-remote-code", false, "Tessera runs no model code from checkpoints"},
     {"--disable-log-requests", false, "Tessera does not log requests' prompts and parameters"},
     {"--disable-log-stats", false, "Tessera prints no periodic stats"},

@@ -1,5 +1,5 @@
 // The flags of `vllm serve` that Tessera's serve has no option of its own for: accepted where
-// they mean nothing here (they name a hub revision, a log Tessera does not write), refused at
+// they mean nothing here (a log Tessera does not write, remote code it never runs), refused at
 // start, by name, where they ask for a feature not built yet, so a deployment's command line
 // either works or says what is missing. vLLM's flags for what uvicorn does under it (a Unix
 // socket, the access log) are real here: they fill UvicornFlags, for the HTTP server.

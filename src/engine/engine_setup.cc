@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "loader/hf_hub.h"
 #include "model/layers/decoder_model.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "engine/cuda/cuda_engine.h"
@@ -9,7 +10,34 @@
 
 namespace tessera {
 
-Result<LoadedEngine> load_engine(const EngineArgs& args) {
+namespace {
+
+hub::ResolveOptions hub_options(const EngineArgs& args, bool tokenizer) {
+  hub::ResolveOptions o;
+  o.revision = tokenizer ? args.tokenizer_revision : args.revision;
+  o.cache_dir = args.download_dir;
+  o.progress = !args.disable_progress_bar;
+  o.tokenizer_only = tokenizer;
+  return o;
+}
+
+}  // namespace
+
+Result<EngineArgs> resolve_model_sources(const EngineArgs& args) {
+  EngineArgs out = args;
+  auto model = hub::resolve_model_path(args.model, hub_options(args, false));
+  if (!model.ok()) return model.status();
+  out.model = *model;
+  auto tokenizer = hub::resolve_model_path(args.tokenizer, hub_options(args, true));
+  if (!tokenizer.ok()) return tokenizer.status();
+  out.tokenizer = *tokenizer;
+  return out;
+}
+
+Result<LoadedEngine> load_engine(const EngineArgs& given) {
+  auto resolved = resolve_model_sources(given);
+  if (!resolved.ok()) return resolved.status();
+  const EngineArgs& args = *resolved;
   LoadedEngine e;
   auto model = load_model(args.model);
   if (!model.ok()) return model.status();
@@ -60,7 +88,8 @@ Result<std::string> resolve_device(const std::string& device) {
 std::string default_chat_template_source(const EngineArgs& args) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const std::string& p : {args.tokenizer, args.model}) {
+  const std::string tokenizer = hub::cached_model_path(args.tokenizer, hub_options(args, true));
+  for (const std::string& p : {tokenizer, hub::cached_model_path(args.model, hub_options(args, false))}) {
     if (p.empty()) continue;
     const fs::path path(p);
     if (path.extension() == ".gguf") return p;

@@ -38,7 +38,8 @@ client:
   `--enable-server-load-tracking`: GET /load counts the generation requests in progress;
   `--root-path P`: paths with the prefix P route as those without it.
 - vLLM's serve flags: `--kv-cache-memory-bytes`, `--max-logprobs` (more gets vLLM's 400),
-  flags without meaning here (`--revision`, `--disable-log-requests`, ...) accepted; flags of
+  `--revision main` with a local path (the path wins), flags without meaning here
+  (`--disable-log-requests`, `--trust-remote-code`, ...) accepted; flags of
   features not built yet (`--enable-lora`, `--tool-call-parser`, ...) stop the start with
   their name; `--enable-tokenizer-info-endpoint` adds GET /tokenizer_info.
 - `--return-tokens-as-token-ids` (server) / `return_tokens_as_token_ids` (request, which
