@@ -367,6 +367,7 @@ void add_serve_command(CLI::App& app, int* exit_code) {
                   "With --fake-engine: at most one step per this many ms (0: as fast as possible)")
       ->check(CLI::NonNegativeNumber);
   add_vllm_serve_flags(cmd, &o->uvicorn);
+  add_vllm_engine_flags(cmd, &o->engine);
   cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
 }
 

@@ -1,6 +1,8 @@
 #include "cli/vllm_serve_flags.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace tessera::cli {
 namespace {
@@ -31,7 +33,6 @@ constexpr Flag kNotBuilt[] = {
     {"--reasoning-parser", true, "reasoning parsing"},
     {"--structured-outputs-config", true, "structured outputs"},
     {"--guided-decoding-backend", true, "structured outputs"},
-    {"--pipeline-parallel-size", true, "pipeline parallelism"},
     {"--data-parallel-size", true, "data parallelism"},
     {"--enable-expert-parallel", false, "expert parallelism"},
     {"--limit-mm-per-prompt", true, "multimodal inputs"},
@@ -79,6 +80,34 @@ void add_vllm_serve_flags(CLI::App* cmd, UvicornFlags* uvicorn) {
       cmd->add_flag_callback(f.name, [f] { refuse(f); }, help)->group(group);
     }
   }
+}
+
+void add_vllm_engine_flags(CLI::App* cmd, EngineArgs* args) {
+  const char* group = "vLLM compatibility";
+  cmd->add_option("--seed", args->seed, "vLLM's engine seed: the sampling seed of requests that give none")->group(group);
+  // A value Tessera runs, or a refusal naming the flag and what is not built.
+  auto only = [&](const char* name, std::vector<std::string> runs, std::string missing, std::string help) {
+    cmd->add_option_function<std::string>(
+           name,
+           [name, runs, missing](const std::string& value) {
+             if (std::find(runs.begin(), runs.end(), value) == runs.end()) {
+               throw CLI::ValidationError(name, value + ": " + missing + " is not supported yet");
+             }
+           },
+           "vLLM's; " + help)
+        ->group(group);
+  };
+  only("--dtype", {"auto", "bfloat16", "bf16"}, "a compute type other than bfloat16 (auto)",
+       "auto or bfloat16: CUDA computes in bfloat16, the CPU in the checkpoint's precision");
+  only("--tensor-parallel-size", {"1"}, "tensor parallelism", "1 (one GPU)");
+  only("--pipeline-parallel-size", {"1"}, "pipeline parallelism", "1 (one GPU)");
+  only("--quantization", {"none", "None"}, "quantizing the weights at load (--quantization)",
+       "none: quantized checkpoints (GGUF) are read as they are");
+  only("--cpu-offload-gb", {"0", "0.0"}, "keeping weights in host memory (--cpu-offload-gb)", "0");
+  cmd->add_option_function<std::string>(
+         "--swap-space", [](const std::string&) {},
+         "vLLM's; no effect here, as in vLLM's V1 engine (--kv-offloading-size keeps evicted KV blocks in host memory)")
+      ->group(group);
 }
 
 }  // namespace tessera::cli
