@@ -112,7 +112,7 @@ class LLM:
         params = _params_per_prompt(sampling_params, len(inputs), "prompts")
         if priority is not None and any(p != 0 for p in priority):
             raise ValueError("LLM.generate: priority is not supported by Tessera's offline API yet")
-        core_params = [p._to_core(self._engine.max_model_len) for p in params]
+        core_params = [p._to_core(self._engine.max_model_len, self._engine.vocab_size) for p in params]
         with _ProgressBar(use_tqdm, len(inputs)) as bar:
             results = self._engine.generate(inputs, core_params, bar.on_progress)
         return self._outputs(results, params)
@@ -143,7 +143,7 @@ class LLM:
         batched = bool(messages) and isinstance(messages[0], (list, tuple))
         conversations = [json.dumps(list(c), ensure_ascii=False) for c in (messages if batched else [messages])]
         params = _params_per_prompt(sampling_params, len(conversations), "messages")
-        core_params = [p._to_core(self._engine.max_model_len) for p in params]
+        core_params = [p._to_core(self._engine.max_model_len, self._engine.vocab_size) for p in params]
         with _ProgressBar(use_tqdm, len(conversations)) as bar:
             results = self._engine.chat(
                 conversations, core_params, chat_template or "", add_generation_prompt, continue_final_message,
@@ -188,8 +188,10 @@ class LLM:
             if r.error:
                 raise ValueError(r.error)
             # logprob_token_ids: the chosen token and those asked for, none of them ranked.
-            logprobs_k = 0 if p.logprob_token_ids else p.logprobs
-            outputs.append(from_core(r, self._decode_token, logprobs_k, p.prompt_logprobs,
+            vocab = self._engine.vocab_size
+            logprobs_k = 0 if p.logprob_token_ids else (vocab if p.logprobs == -1 else p.logprobs)
+            prompt_k = vocab if p.prompt_logprobs == -1 else p.prompt_logprobs
+            outputs.append(from_core(r, self._decode_token, logprobs_k, prompt_k,
                                      str(next(self._request_counter))))
         return outputs
 

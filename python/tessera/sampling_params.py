@@ -21,6 +21,11 @@ _DEFAULT_ONLY = {
 }
 
 
+def _count(k: int, vocab_size: int | None) -> int:
+    """A logprobs count, vLLM's -1 made the vocabulary's size (1 while none is known)."""
+    return (vocab_size or 1) if k == -1 else k
+
+
 class SamplingParams:
     """How one request's tokens are chosen and when it stops. Bad values raise ValueError
     with the engine's own message (the server answers 400 with the same text)."""
@@ -80,7 +85,7 @@ class SamplingParams:
         self.logprob_token_ids = list(logprob_token_ids) if logprob_token_ids else None
         self._to_core()  # checks every field now, as vLLM's constructor does
 
-    def _to_core(self, max_model_len: int | None = None) -> _core.SamplingParams:
+    def _to_core(self, max_model_len: int | None = None, vocab_size: int | None = None) -> _core.SamplingParams:
         p = _core.SamplingParams()
         try:
             p.n = self.n
@@ -103,7 +108,8 @@ class SamplingParams:
             p.stop = self.stop
             p.include_stop_str_in_output = self.include_stop_str_in_output
             p.skip_special_tokens = self.skip_special_tokens
-            p.logprobs = 0 if self.logprobs is None else self.logprobs
+            # vLLM's -1: every token of the vocabulary (its size known once a model is loaded).
+            p.logprobs = 0 if self.logprobs is None else _count(self.logprobs, vocab_size)
             if self.logprob_token_ids:  # vLLM's: these tokens' logprobs (and the chosen one's) per position
                 n = len(self.logprob_token_ids)
                 if self.logprobs is not None and self.logprobs != n:
@@ -112,7 +118,7 @@ class SamplingParams:
                                      f"len(logprob_token_ids)={n}.")
                 p.logprob_token_ids = self.logprob_token_ids
                 p.logprobs = n
-            p.prompt_logprobs = -1 if self.prompt_logprobs is None else self.prompt_logprobs
+            p.prompt_logprobs = -1 if self.prompt_logprobs is None else _count(self.prompt_logprobs, vocab_size)
         except TypeError as e:  # a value of the wrong type (nanobind's conversion)
             raise ValueError(f"SamplingParams: {e}") from None
         if self.allowed_token_ids is not None and not self.allowed_token_ids:

@@ -109,6 +109,17 @@ def test_logprob_token_ids(llm):
         SamplingParams(logprobs=2, logprob_token_ids=[1, 2, 3])
 
 
+def test_minus_one_is_the_whole_vocabulary(llm):
+    out = llm.generate([[504, 3575, 282]], SamplingParams(temperature=0.0, max_tokens=1, logprobs=-1,
+                                                          prompt_logprobs=-1))[0]
+    vocab = llm._engine.vocab_size
+    pos = out.outputs[0].logprobs[0]
+    assert sorted(pos) == list(range(vocab))
+    assert math.isclose(math.fsum(math.exp(v.logprob) for v in pos.values()), 1.0, abs_tol=1e-3)
+    assert sorted(v.rank for v in pos.values()) == list(range(1, vocab + 1))
+    assert all(len(p) == vocab for p in out.prompt_logprobs[1:])
+
+
 def test_prompt_logprobs(llm):
     out = llm.generate("The capital of France is", SamplingParams(max_tokens=1, prompt_logprobs=2))[0]
     lps = out.prompt_logprobs
