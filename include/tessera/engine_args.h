@@ -29,6 +29,9 @@ struct EngineArgs {
   // "float32", "float16" or "bfloat16" (the CPU's choices; CUDA's cache is bfloat16).
   std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
+  // GiB of the weights (vLLM's cpu_offload_gb) kept in pinned host memory, which the GPU reads
+  // over PCIe each step (CUDA; the CPU's weights are in host memory anyway). 0: none.
+  double cpu_offload_gb = 0.0;
   // GiB of host memory for the host tier of the prefix cache (KV offload): blocks the device
   // evicts are kept there and loaded back on a prefix hit (a preempted request's too). 0: none.
   double kv_offloading_size = 0.0;

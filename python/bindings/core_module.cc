@@ -112,6 +112,7 @@ NB_MODULE(_core, m) {
       .def_rw("kv_cache_memory", &EngineArgs::kv_cache_memory)
       .def_rw("kv_cache_dtype", &EngineArgs::kv_cache_dtype)
       .def_rw("gpu_memory_utilization", &EngineArgs::gpu_memory_utilization)
+      .def_rw("cpu_offload_gb", &EngineArgs::cpu_offload_gb)
       .def_rw("kv_offloading_size", &EngineArgs::kv_offloading_size)
       .def_rw("enforce_eager", &EngineArgs::enforce_eager)
       .def_rw("max_model_len", &EngineArgs::max_model_len)

@@ -20,7 +20,6 @@ _ONLY_DEFAULT = {
     "quantization": None,
     "tensor_parallel_size": 1,
     "pipeline_parallel_size": 1,
-    "cpu_offload_gb": 0,
     "speculative_config": None,
     "enable_lora": False,
     "max_loras": 1,
@@ -44,6 +43,7 @@ class LLM:
         dtype: str = "auto",
         seed: int | None = 0,
         gpu_memory_utilization: float = 0.9,
+        cpu_offload_gb: float = 0,
         enforce_eager: bool = False,
         enable_prefix_caching: bool = True,
         max_model_len: int | None = None,
@@ -81,6 +81,7 @@ class LLM:
         _resolve_hub_names(a)
         a.device = device
         a.gpu_memory_utilization = gpu_memory_utilization
+        a.cpu_offload_gb = float(cpu_offload_gb)
         a.enforce_eager = enforce_eager
         a.enable_prefix_caching = enable_prefix_caching
         a.kv_cache_dtype = kv_cache_dtype

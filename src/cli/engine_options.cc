@@ -32,6 +32,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
                   "Share of the GPU's memory for weights, activations and the KV cache")
       ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--cpu-offload-gb", a->cpu_offload_gb,
+                  "CUDA: GiB of the weights (whole layers' linears, from the last) kept in pinned host memory and "
+                  "read over PCIe every step, for models larger than the GPU's memory (vLLM's; 0: none)")
+      ->check(CLI::Range(0.0, 1048576.0));
   cmd->add_flag("--enforce-eager", a->enforce_eager, "CUDA: launch every step kernel by kernel, without CUDA graphs");
   cmd->add_option("--max-model-len", a->max_model_len, "Maximum prompt + output tokens (default: the model's)")
       ->check(CLI::NonNegativeNumber);

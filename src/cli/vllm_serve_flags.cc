@@ -103,7 +103,6 @@ void add_vllm_engine_flags(CLI::App* cmd, EngineArgs* args) {
   only("--pipeline-parallel-size", {"1"}, "pipeline parallelism", "1 (one GPU)");
   only("--quantization", {"none", "None"}, "quantizing the weights at load (--quantization)",
        "none: quantized checkpoints (GGUF) are read as they are");
-  only("--cpu-offload-gb", {"0", "0.0"}, "keeping weights in host memory (--cpu-offload-gb)", "0");
   cmd->add_option_function<std::string>(
          "--swap-space", [](const std::string&) {},
          "vLLM's; no effect here, as in vLLM's V1 engine (--kv-offloading-size keeps evicted KV blocks in host memory)")

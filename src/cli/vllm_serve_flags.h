@@ -24,8 +24,8 @@ void add_vllm_serve_flags(CLI::App* cmd, UvicornFlags* uvicorn);
 
 // vLLM's engine arguments that users' `vllm serve` command lines carry (the Python package's
 // LLM() takes the same, python/tessera/llm.py): --seed fills args; --dtype,
-// --tensor-parallel-size, --pipeline-parallel-size, --quantization and --cpu-offload-gb are
-// accepted at the values Tessera runs (auto / bfloat16, 1, 1, none, 0) and refused, by name,
+// --tensor-parallel-size, --pipeline-parallel-size and --quantization are accepted at the
+// values Tessera runs (auto / bfloat16, 1, 1, none) and refused, by name,
 // at any other; --swap-space is accepted without effect (vLLM's V1 engine ignores it too).
 void add_vllm_engine_flags(CLI::App* cmd, EngineArgs* args);
 

@@ -39,6 +39,9 @@ Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfi
   if (a.kv_offloading_size > 0.0 && !a.enable_prefix_caching) {
     return Status::error("KV offloading keeps prefix-cache blocks: it needs prefix caching");
   }
+  if (!(a.cpu_offload_gb >= 0.0) || a.cpu_offload_gb > 1048576.0) {
+    return Status::error("cpu_offload_gb must be in [0, 1048576] GiB, got " + std::to_string(a.cpu_offload_gb));
+  }
   if (!(a.gpu_memory_utilization > 0.0) || a.gpu_memory_utilization > 1.0) {
     return Status::error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(a.gpu_memory_utilization));
   }
@@ -81,6 +84,7 @@ Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfi
   k.enable_prefix_caching = a.enable_prefix_caching;
   c.device.device = a.device;
   c.device.gpu_memory_utilization = a.gpu_memory_utilization;
+  c.device.cpu_offload_bytes = static_cast<int64_t>(a.cpu_offload_gb * static_cast<double>(int64_t{1} << 30));
   c.device.use_cuda_graphs = !a.enforce_eager;
   c.seed = a.seed;
   if (a.tuning) {

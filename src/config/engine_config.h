@@ -45,6 +45,7 @@ struct CacheConfig {
 struct DeviceConfig {
   std::string device;                  // as asked: "cuda", "cpu" or "auto"
   double gpu_memory_utilization = 0.0; // share of the device's memory this engine may use
+  int64_t cpu_offload_bytes = 0;       // of the weights, kept in mapped host memory (CUDA)
   bool use_cuda_graphs = false;        // not enforce_eager
 };
 

@@ -304,6 +304,16 @@ TEST(ResolveEngineConfig, KvCacheDtypeIsAutoOrANamedType) {
   EXPECT_FALSE(plan_kv_cache(*c, llama8b_like()).ok());
 }
 
+TEST(ResolveEngineConfig, CpuOffloadGbIsBytesOfWeights) {
+  EngineArgs a;
+  a.cpu_offload_gb = 1.5;
+  auto c = resolve_engine_config(a, llama8b_like());
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->device.cpu_offload_bytes, int64_t{3} << 29);
+  a.cpu_offload_gb = -1;
+  EXPECT_NE(resolve_engine_config(a, llama8b_like()).error().find("cpu_offload_gb must be"), std::string::npos);
+}
+
 TEST(PlanKvCache, Float16HalvesTheHostCachesBytes) {
   EngineArgs a;
   a.max_model_len = 4096;

@@ -28,10 +28,11 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   }
   cudaStream_t upload_stream = nullptr;
   TESSERA_CUDA_TRY(cudaStreamCreateWithFlags(&upload_stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  auto cuda_model = CudaModel::upload(model, upload_stream);
+  auto cuda_model = CudaModel::upload(model, upload_stream, config.device.cpu_offload_bytes);
   cudaStreamDestroy(upload_stream);
   if (!cuda_model.ok()) return cuda_model.status();
   const size_t weight_bytes = (*cuda_model)->weight_bytes();
+  const size_t offloaded_bytes = (*cuda_model)->offloaded_bytes();
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   auto runner = CudaModelRunner::create(std::move(*cuda_model), config);
@@ -76,6 +77,10 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   if (config.log_stats) {
     std::fprintf(stderr, "tessera: CUDA device 0: %s, %d SMs, %zu MiB; weights %zu MiB (bf16) copied in %.2f s\n",
                  prop.name, prop.multiProcessorCount, total_bytes >> 20, weight_bytes >> 20, load_s);
+    if (offloaded_bytes > 0) {
+      std::fprintf(stderr, "tessera: %zu MiB of weights in pinned host memory (cpu_offload_gb), read over PCIe every step\n",
+                   offloaded_bytes >> 20);
+    }
   }
   return core;
 }

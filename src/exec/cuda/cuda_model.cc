@@ -48,7 +48,8 @@ Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t r
   return cuda_status(cudaMemset(attention_workspace.get(), 0, attention_workspace_bytes), "the attention workspace");
 }
 
-Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, cudaStream_t stream) {
+Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, cudaStream_t stream,
+                                                     int64_t offload_bytes) {
   auto m = std::unique_ptr<CudaModel>(new CudaModel());
   const ModelConfig& c = model.config();
   m->config_ = c;
@@ -59,37 +60,57 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   const bool tied = model.lm_head().weight().data == model.embedding().data;
   m->embedding_rows_ = model.embedding().rows();
 
-  // Arena layout: every tensor at an aligned offset.
-  int64_t total = 0;
+  // Arena layout: every tensor at an aligned offset; the offloaded layers' linears in a
+  // second, host arena.
+  int64_t total = 0, host_total = 0;
   auto take = [&total](int64_t n) {
     const int64_t at = total;
     total += aligned(n);
     return at;
   };
+  auto take_host = [&host_total](int64_t n) {
+    const int64_t at = host_total;
+    host_total += aligned(n);
+    return at;
+  };
+  // Whole layers from the last, until at least offload_bytes of linears are offloaded.
+  const int64_t layer_linear_bytes = static_cast<int64_t>(sizeof(bf16)) * (qkv_rows * d + d * q_rows + 3 * inter * d);
+  const int64_t num_layers = static_cast<int64_t>(model.layers().size());
+  const int64_t offloaded_layers =
+      offload_bytes <= 0 ? 0 : std::min(num_layers, (offload_bytes + layer_linear_bytes - 1) / layer_linear_bytes);
   const int64_t emb_at = take(m->embedding_rows_ * d);
   const int64_t head_at = tied ? emb_at : take(c.vocab_size * d);
   const int64_t norm_at = take(d);
   struct Offsets {
     int64_t attn_norm, ffn_norm, qkv, bias = -1, q_norm = -1, k_norm = -1, o, gate_up, down;
+    bool host = false;  // qkv, o, gate_up and down are offsets in the host arena
   };
   std::vector<Offsets> offs;
   for (const DecoderModel::Layer& l : model.layers()) {
     Offsets o;
+    o.host = static_cast<int64_t>(offs.size()) >= num_layers - offloaded_layers;
+    auto take_linear = [&](int64_t n) { return o.host ? take_host(n) : take(n); };
     o.attn_norm = take(d);
     o.ffn_norm = take(d);
-    o.qkv = take(qkv_rows * d);
+    o.qkv = take_linear(qkv_rows * d);
     if (!l.attention.q_proj().bias().empty()) o.bias = take(qkv_rows);
     if (!l.attention.q_norm().empty()) {
       o.q_norm = take(hd);
       o.k_norm = take(hd);
     }
-    o.o = take(d * q_rows);
-    o.gate_up = take(2 * inter * d);
-    o.down = take(d * inter);
+    o.o = take_linear(d * q_rows);
+    o.gate_up = take_linear(2 * inter * d);
+    o.down = take_linear(d * inter);
     offs.push_back(o);
   }
   if (Status s = m->weights_.allocate(static_cast<size_t>(total), "the model weights"); !s.ok()) return s;
   bf16* base = m->weights_.get();
+  if (host_total > 0) {  // pinned, so the device reads it in place (unified addressing)
+    if (Status s = m->host_weights_.allocate(static_cast<size_t>(host_total), "offloaded weights (cpu_offload_gb)");
+        !s.ok()) {
+      return s;
+    }
+  }
 
   WeightUploader up(stream);
   if (Status s = up.init(); !s.ok()) return s;
@@ -104,19 +125,20 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   for (size_t i = 0; i < offs.size(); ++i) {
     const DecoderModel::Layer& l = model.layers()[i];
     const Offsets& o = offs[i];
+    bf16* linears = o.host ? m->host_weights_.get() : base;  // where qkv, o, gate_up, down live
     CudaLayer cl;
     cl.attn_norm = base + o.attn_norm;
     cl.ffn_norm = base + o.ffn_norm;
-    cl.qkv = DeviceLinear::dense_bf16(base + o.qkv, qkv_rows, d);
-    cl.o = DeviceLinear::dense_bf16(base + o.o, d, q_rows);
-    cl.gate_up = DeviceLinear::dense_bf16(base + o.gate_up, 2 * inter, d);
-    cl.down = DeviceLinear::dense_bf16(base + o.down, d, inter);
+    cl.qkv = DeviceLinear::dense_bf16(linears + o.qkv, qkv_rows, d);
+    cl.o = DeviceLinear::dense_bf16(linears + o.o, d, q_rows);
+    cl.gate_up = DeviceLinear::dense_bf16(linears + o.gate_up, 2 * inter, d);
+    cl.down = DeviceLinear::dense_bf16(linears + o.down, d, inter);
     const AttentionBlock& a = l.attention;
     Status s = up.upload(l.attn_norm, cl.attn_norm);
     if (s.ok()) s = up.upload(l.ffn_norm, cl.ffn_norm);
-    if (s.ok()) s = up.upload(a.q_proj().weight(), q_rows, base + o.qkv);
-    if (s.ok()) s = up.upload(a.k_proj().weight(), kv_rows, base + o.qkv + q_rows * d);
-    if (s.ok()) s = up.upload(a.v_proj().weight(), kv_rows, base + o.qkv + (q_rows + kv_rows) * d);
+    if (s.ok()) s = up.upload(a.q_proj().weight(), q_rows, linears + o.qkv);
+    if (s.ok()) s = up.upload(a.k_proj().weight(), kv_rows, linears + o.qkv + q_rows * d);
+    if (s.ok()) s = up.upload(a.v_proj().weight(), kv_rows, linears + o.qkv + (q_rows + kv_rows) * d);
     if (s.ok() && o.bias >= 0) {
       cl.qkv_bias = base + o.bias;
       std::vector<float> bias = a.q_proj().bias();
@@ -130,10 +152,10 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
       s = up.upload(a.q_norm(), cl.q_norm);
       if (s.ok()) s = up.upload(a.k_norm(), cl.k_norm);
     }
-    if (s.ok()) s = up.upload(a.o_proj().weight(), d, base + o.o);
-    if (s.ok()) s = up.upload(l.mlp.gate().weight(), inter, base + o.gate_up);
-    if (s.ok()) s = up.upload(l.mlp.up().weight(), inter, base + o.gate_up + inter * d);
-    if (s.ok()) s = up.upload(l.mlp.down().weight(), d, base + o.down);
+    if (s.ok()) s = up.upload(a.o_proj().weight(), d, linears + o.o);
+    if (s.ok()) s = up.upload(l.mlp.gate().weight(), inter, linears + o.gate_up);
+    if (s.ok()) s = up.upload(l.mlp.up().weight(), inter, linears + o.gate_up + inter * d);
+    if (s.ok()) s = up.upload(l.mlp.down().weight(), d, linears + o.down);
     if (!s.ok()) return Status::error("layer " + std::to_string(i) + ": " + s.message());
     m->layers_.push_back(cl);
   }

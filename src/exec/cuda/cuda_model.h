@@ -75,11 +75,17 @@ struct CudaStep {
 
 class CudaModel {
  public:
-  // Copies the weights of `model` to the current device.
-  static Result<std::unique_ptr<CudaModel>> upload(const DecoderModel& model, cudaStream_t stream);
+  // Copies the weights of `model` to the current device. With offload_bytes, the linear
+  // layers of the last layers, whole layers until at least that many bytes, go to pinned host
+  // memory instead, which the kernels read over PCIe through unified addressing (vLLM's
+  // cpu_offload_gb): a model larger than the device's memory runs, slower.
+  static Result<std::unique_ptr<CudaModel>> upload(const DecoderModel& model, cudaStream_t stream,
+                                                   int64_t offload_bytes = 0);
 
   const ModelConfig& config() const { return config_; }
+  // Bytes of weights in device memory, and in host memory (offloaded).
   size_t weight_bytes() const { return weights_.size() * sizeof(bf16) + inv_freq_.size() * sizeof(float); }
+  size_t offloaded_bytes() const { return host_weights_.size() * sizeof(bf16); }
 
   // Runs the layers over step.meta.num_tokens tokens: the residual stream ends in
   // act.hidden; with more tokens than uses_gemv takes, the final-normed rows
@@ -102,7 +108,8 @@ class CudaModel {
   class Pass;  // the DecoderBackend of one forward pass
   ModelConfig config_;
   DecoderDefinition definition_ = nullptr;  // the architecture's, from the DecoderModel
-  DeviceBuffer<bf16> weights_;  // one arena; the pointers below point into it
+  DeviceBuffer<bf16> weights_;       // one arena; the pointers below point into it
+  PinnedBuffer<bf16> host_weights_;  // the offloaded layers' linears (empty: none)
   DeviceBuffer<float> inv_freq_;  // [head_dim / 2]
   bf16* embedding_ = nullptr;     // [embedding rows, hidden]
   int64_t embedding_rows_ = 0;

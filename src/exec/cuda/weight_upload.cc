@@ -33,7 +33,8 @@ Result<bf16*> WeightUploader::next_staging() {
 
 Status WeightUploader::send(bf16* staging, size_t count, bf16* dst) {
   const int i = staging == staging_[0].get() ? 0 : 1;
-  TESSERA_CUDA_TRY(cudaMemcpyAsync(dst, staging, count * sizeof(bf16), cudaMemcpyHostToDevice, stream_),
+  // cudaMemcpyDefault: dst may be pinned host memory (offloaded weights, cpu_offload_gb).
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(dst, staging, count * sizeof(bf16), cudaMemcpyDefault, stream_),
                    "weight upload");
   TESSERA_CUDA_TRY(cudaEventRecord(done_[i], stream_), "cudaEventRecord");
   pending_[i] = true;
