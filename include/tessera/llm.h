@@ -112,7 +112,10 @@ class LLM {
 
   // One output per prompt. Each step runs every live beam of every prompt for one token in
   // one batch (the prefix cache makes the shared history free).
-  std::vector<BeamSearchOutput> beam_search(const std::vector<PromptInput>& prompts, const BeamSearchParams& params);
+  // on_step is called between engine steps (with 0: a search's progress is not a count of
+  // prompts); returning false aborts the search, whose outputs then carry an error.
+  std::vector<BeamSearchOutput> beam_search(const std::vector<PromptInput>& prompts, const BeamSearchParams& params,
+                                            const ProgressCallback& on_step = {});
 
   // Prefix-cache and scheduler counters since start (for tests and benchmarks).
   struct Stats {

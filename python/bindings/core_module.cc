@@ -267,8 +267,9 @@ NB_MODULE(_core, m) {
           "beam_search",
           [](LLM& llm, const std::vector<Prompt>& prompts, const BeamSearchParams& params) {
             const std::vector<PromptInput> inputs = to_inputs(prompts);
-            nb::gil_scoped_release release;
-            return llm.beam_search(inputs, params);
+            return run_with_progress(nb::none(), [&](const ProgressCallback& on_step) {
+              return llm.beam_search(inputs, params, on_step);
+            });
           },
           nb::arg("prompts"), nb::arg("params"))
       .def(

@@ -162,7 +162,7 @@ class LLM:
     ) -> list[BeamSearchOutput]:
         """vLLM's beam search: one BeamSearchOutput per prompt, its beams best first. Every
         prompt's beams run in each step's batch (concurrency_limit has no effect; no progress
-        bar). Ctrl-C takes effect when the search returns."""
+        bar). Ctrl-C aborts the search between engine steps (KeyboardInterrupt)."""
         if lora_request is not None:
             raise ValueError("LLM.beam_search: lora_request is not supported by Tessera yet")
         if not isinstance(params, BeamSearchParams):

@@ -19,15 +19,28 @@ PositionLogprobs candidates_of(const RequestOutput& out) {
 
 }  // namespace
 
-std::vector<BeamSearchOutput> LLM::beam_search(const std::vector<PromptInput>& prompts, const BeamSearchParams& bp) {
+std::vector<BeamSearchOutput> LLM::beam_search(const std::vector<PromptInput>& prompts, const BeamSearchParams& bp,
+                                               const ProgressCallback& on_step) {
   std::vector<BeamSearchOutput> results(prompts.size());
   if (const std::string error = BeamSearchState::validate(bp); !error.empty()) {
     for (auto& r : results) r.error = error;
     return results;
   }
   const SamplingParams step = BeamSearchState::step_params(bp);
+  // Between engine steps: on_step may stop the search (Ctrl-C in the Python package).
+  bool stopped = false;
+  const ProgressCallback check = [&](size_t) {
+    if (!stopped && on_step && !on_step(0)) stopped = true;
+    return !stopped;
+  };
+  auto abort_all = [&] {
+    for (auto& r : results) r.error = "the beam search was aborted";
+    return results;
+  };
   // The first step runs the prompts as given, which tokenizes and validates them too.
-  const auto first = generate_batch(prompts, std::vector<SamplingParams>(prompts.size(), step), /*progress=*/false);
+  const auto first =
+      generate_batch(prompts, std::vector<SamplingParams>(prompts.size(), step), /*progress=*/false, check);
+  if (stopped) return abort_all();
   std::vector<std::optional<BeamSearchState>> searches(prompts.size());
   for (size_t p = 0; p < prompts.size(); ++p) {
     if (!first[p].error.empty()) {
@@ -44,7 +57,8 @@ std::vector<BeamSearchOutput> LLM::beam_search(const std::vector<PromptInput>& p
       for (size_t b = 0; b < s->num_live(); ++b) inputs.emplace_back(s->live_token_ids(b));
     }
     if (inputs.empty()) break;
-    const auto outs = generate_batch(inputs, std::vector<SamplingParams>(inputs.size(), step), /*progress=*/false);
+    const auto outs = generate_batch(inputs, std::vector<SamplingParams>(inputs.size(), step), /*progress=*/false, check);
+    if (stopped) return abort_all();
     size_t k = 0;
     for (auto& s : searches) {
       if (!s || s->done()) continue;

@@ -1,5 +1,5 @@
-"""use_tqdm's progress bar over finished requests, and Ctrl-C (SIGINT) during generate: the
-batch aborts, KeyboardInterrupt propagates and the LLM generates again."""
+"""use_tqdm's progress bar over finished requests, and Ctrl-C (SIGINT) during generate and
+beam_search: the batch aborts, KeyboardInterrupt propagates and the LLM generates again."""
 
 from __future__ import annotations
 
@@ -98,6 +98,42 @@ SCRIPT = textwrap.dedent("""
     llm.generate(["Once upon a time"] * 8, SamplingParams(temperature=0.0, max_tokens=1000, ignore_eos=True))
     print("NOT REACHED", flush=True)
 """)
+
+
+BEAM_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from tessera import LLM, BeamSearchParams
+    llm = LLM(model=sys.argv[1], device="cpu", max_model_len=1024, max_num_seqs=64, seed=0)
+    print("SEARCHING", flush=True)
+    start = time.monotonic()
+    try:
+        llm.beam_search(["Once upon a time"] * 4, BeamSearchParams(beam_width=8, max_tokens=900, ignore_eos=True))
+        print("FINISHED", flush=True)
+    except KeyboardInterrupt:
+        print("INTERRUPTED", time.monotonic() - start, flush=True)
+    out = llm.beam_search(["The capital of France is"], BeamSearchParams(beam_width=2, max_tokens=4))[0]
+    print("AGAIN", len(out.sequences), flush=True)
+""")
+
+
+def test_ctrl_c_aborts_beam_search_between_steps(model_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.Popen([sys.executable, "-c", BEAM_SCRIPT, model_path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "SEARCHING"
+        time.sleep(3)  # well into the search (4 prompts x 8 beams x 900 steps)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        line = proc.stdout.readline().split()
+        assert line[:1] == ["INTERRUPTED"], proc.stderr.read()
+        assert time.monotonic() - sent < 10
+        assert proc.stdout.readline().split() == ["AGAIN", "2"]
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_ctrl_c_aborts_generate_and_the_llm_generates_again(llm, model_path, tmp_path):
