@@ -138,6 +138,10 @@ class LLM {
   Result<std::vector<int32_t>> encode(const std::string& text, bool add_special_tokens) const;
   Result<std::string> decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
   Result<TokenizerInfo> tokenizer_info() const;
+  // A token's string in the vocabulary (byte-level BPE's mapped bytes, SentencePiece's pieces),
+  // and back; nullopt for an id or a string the vocabulary does not have.
+  Result<std::optional<std::string>> id_to_token(int32_t id) const;
+  Result<std::optional<int32_t>> token_to_id(const std::string& token) const;
 
   struct Impl;
 

@@ -285,6 +285,10 @@ NB_MODULE(_core, m) {
           },
           nb::arg("token_ids"), nb::arg("skip_special_tokens") = true)
       .def("tokenizer_info", [](const LLM& llm) { return value_or_raise(llm.tokenizer_info()); })
+      .def("id_to_token", [](const LLM& llm, int32_t id) { return value_or_raise(llm.id_to_token(id)); }, nb::arg("id"))
+      .def(
+          "token_to_id", [](const LLM& llm, const std::string& token) { return value_or_raise(llm.token_to_id(token)); },
+          nb::arg("token"))
       .def_prop_ro("max_model_len", &LLM::max_model_len)
       .def_prop_ro("vocab_size", &LLM::vocab_size)
       .def_prop_ro("eos_token_ids", &LLM::eos_token_ids);

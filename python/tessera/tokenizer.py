@@ -48,6 +48,26 @@ class Tokenizer:
     def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> list[str]:
         return [self.decode(s, skip_special_tokens) for s in sequences]
 
+    def convert_ids_to_tokens(self, ids: int | Sequence[int], skip_special_tokens: bool = False):
+        """The vocabulary's strings of ids (a str for one id, a list for several), as
+        transformers: None for an id outside the vocabulary; special tokens dropped with
+        skip_special_tokens."""
+        if isinstance(ids, int):
+            return self._engine.id_to_token(ids)
+        return [self._engine.id_to_token(int(i)) for i in ids if not (skip_special_tokens and self._is_special(int(i)))]
+
+    def convert_tokens_to_ids(self, tokens: str | Sequence[str]):
+        """The ids of vocabulary strings (an int for one, a list for several); None for a
+        string the vocabulary does not have (transformers' fast tokenizers without an unk token)."""
+        if isinstance(tokens, str):
+            return self._engine.token_to_id(tokens)
+        return [self._engine.token_to_id(t) for t in tokens]
+
+    def _is_special(self, token_id: int) -> bool:
+        """A special token: its text is dropped when decoding skips special tokens."""
+        return 0 <= token_id < self.vocab_size and self._engine.decode([token_id], True) == "" \
+            and self._engine.decode([token_id], False) != ""
+
     def __call__(self, text: str | Sequence[str], add_special_tokens: bool = True) -> BatchEncoding:
         if isinstance(text, str):
             ids = self.encode(text, add_special_tokens)

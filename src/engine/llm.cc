@@ -95,6 +95,16 @@ Result<TokenizerInfo> LLM::tokenizer_info() const {
                        s.bos_token, s.eos_token};
 }
 
+Result<std::optional<std::string>> LLM::id_to_token(int32_t id) const {
+  if (!impl_->tokenizer) return Status::error("the model has no tokenizer: " + impl_->tokenizer_error);
+  return impl_->tokenizer->id_to_token(id);
+}
+
+Result<std::optional<int32_t>> LLM::token_to_id(const std::string& token) const {
+  if (!impl_->tokenizer) return Status::error("the model has no tokenizer: " + impl_->tokenizer_error);
+  return impl_->tokenizer->token_to_id(token);
+}
+
 LLM::Stats LLM::stats() const {
   Stats s = impl_->stats;
   const EngineStats e = impl_->engine->stats();

@@ -101,3 +101,23 @@ def test_apply_chat_template_equals_jinja2(llm, meta, ref):
 def test_bad_ids_raise_value_error(llm):
     with pytest.raises(ValueError):
         llm.get_tokenizer().decode([10**7])
+
+
+def test_convert_ids_and_tokens_equal_hf_tokenizers(llm, ref, texts):
+    tok = llm.get_tokenizer()
+    rng = random.Random(11)
+    ids = sorted({i for t in texts for i in ref.encode(t).ids} | {rng.randrange(len(tok)) for _ in range(300)})
+    ids += [0, 1, 2]
+    assert tok.convert_ids_to_tokens(ids) == [ref.id_to_token(i) for i in ids]
+    assert tok.convert_ids_to_tokens(ids[0]) == ref.id_to_token(ids[0])
+    strings = [ref.id_to_token(i) for i in ids]
+    assert tok.convert_tokens_to_ids(strings) == [ref.token_to_id(s) for s in strings]
+    assert tok.convert_tokens_to_ids("no-such-token-in-the-vocabulary") is None
+    assert tok.convert_ids_to_tokens(len(tok) + 5) is None
+    # skip_special_tokens drops the special tokens (<|im_start|> etc.), as transformers does.
+    with_special = ref.encode("<|im_start|>user\nHi<|im_end|>").ids
+    kept = tok.convert_ids_to_tokens(with_special, skip_special_tokens=True)
+    assert kept == [ref.id_to_token(i) for i in with_special if ref.decode([i], skip_special_tokens=True) != ""
+                    or ref.decode([i], skip_special_tokens=False) == ""]
+    assert len(kept) < len(with_special)
+
