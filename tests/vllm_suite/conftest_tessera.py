@@ -389,8 +389,8 @@ SOFT_UNBUILT_FLAGS = {
     "--tool-parser-plugin": "tool-call parsers", "--tool-server": "tool servers (MCP)",
     "--reasoning-parser": "reasoning parsers", "--reasoning-config": "reasoning parsers",
 }
-DROPPED_FLAGS = {"--dtype", "--seed", "--tokenizer-mode", "--hf-overrides", "--load-format",
-                 "--attention-backend", "--tensor-parallel-size", "--enable-metrics",
+DROPPED_FLAGS = {"--tokenizer-mode", "--hf-overrides", "--load-format",
+                 "--attention-backend", "--enable-metrics",
                  "--chat-template-content-format",
                  "--exclude-tools-when-tool-choice-none", "--show-hidden-metrics-for-version",
                  "--runner", "--enable-log-requests", "--enable-log-outputs",
@@ -478,6 +478,12 @@ def map_vllm_args(model: str, vllm_args: list[str]) -> tuple[str, list[str], lis
             # Whole-vocabulary logprobs make replies of ~100 MB; vLLM has no reply limit.
             notes.append("--max-response-bytes 1073741824 added (vLLM has no reply size limit)")
             out += ["--max-response-bytes", "1073741824"]
+        # vLLM's engine arguments: tessera serve takes the values it runs (and refuses others,
+        # which a test's server would not survive: those are dropped with a note).
+        if flag == "--dtype" and vals and vals[0] not in ("auto", "bfloat16", "bf16"):
+            notes.append(f"dropped --dtype {vals[0]} (Tessera computes in bfloat16 on CUDA, the "
+                         "checkpoint's precision on the CPU)")
+            continue
         if flag in ("--kv-cache-memory", "--kv-cache-memory-bytes"):
             have_kv = True
         if flag in DROPPED_FLAGS or flag not in flags:
