@@ -16,6 +16,19 @@ class BatchEncoding(dict):
             raise AttributeError(name) from None
 
 
+def _tensor(rows: list[list[int]], kind: str):
+    """rows as a [batch, length] tensor of int64 ("np": numpy, "pt": torch)."""
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError("Unable to create tensor: the sequences have different lengths; use padding=True")
+    if kind == "np":
+        import numpy as np
+        return np.array(rows, dtype=np.int64)
+    if kind == "pt":
+        import torch
+        return torch.tensor(rows, dtype=torch.int64)
+    raise ValueError(f"return_tensors must be 'np' or 'pt', got {kind!r}")
+
+
 def _ids(token_ids) -> list[int]:
     if isinstance(token_ids, int):
         return [token_ids]
@@ -68,12 +81,35 @@ class Tokenizer:
         return 0 <= token_id < self.vocab_size and self._engine.decode([token_id], True) == "" \
             and self._engine.decode([token_id], False) != ""
 
-    def __call__(self, text: str | Sequence[str], add_special_tokens: bool = True) -> BatchEncoding:
-        if isinstance(text, str):
-            ids = self.encode(text, add_special_tokens)
-            return BatchEncoding(input_ids=ids, attention_mask=[1] * len(ids))
-        ids = [self.encode(t, add_special_tokens) for t in text]
-        return BatchEncoding(input_ids=ids, attention_mask=[[1] * len(i) for i in ids])
+    def __call__(self, text: str | Sequence[str], add_special_tokens: bool = True, padding: bool | str = False,
+                 truncation: bool = False, max_length: int | None = None, return_tensors: str | None = None,
+                 return_attention_mask: bool = True) -> BatchEncoding:
+        """transformers' tokenizer(text): input_ids and attention_mask, padded on the right with
+        the pad token (padding=True / "longest", or "max_length"), cut to max_length with
+        truncation, as lists or as "np" / "pt" tensors."""
+        single = isinstance(text, str)
+        ids = [self.encode(t, add_special_tokens) for t in ([text] if single else text)]
+        if truncation and max_length is not None:
+            ids = [i[:max_length] for i in ids]
+        masks = [[1] * len(i) for i in ids]
+        width = None
+        if padding is True or padding == "longest":
+            width = max((len(i) for i in ids), default=0)
+        elif padding == "max_length":
+            if max_length is None:
+                raise ValueError("padding='max_length' needs max_length")
+            width = max_length
+        elif padding not in (False, "do_not_pad"):
+            raise ValueError(f"padding must be True, False, 'longest', 'max_length' or 'do_not_pad', got {padding!r}")
+        if width is not None:
+            if self.pad_token_id is None:
+                raise ValueError("Asking to pad but the tokenizer does not have a padding token.")
+            masks = [m + [0] * (width - len(m)) for m in masks]
+            ids = [i + [self.pad_token_id] * (width - len(i)) for i in ids]
+        out = {"input_ids": ids, "attention_mask": masks} if return_attention_mask else {"input_ids": ids}
+        if return_tensors is not None:
+            return BatchEncoding({k: _tensor(v, return_tensors) for k, v in out.items()})
+        return BatchEncoding({k: v[0] for k, v in out.items()} if single else out)
 
     def apply_chat_template(
         self,

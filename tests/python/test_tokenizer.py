@@ -121,3 +121,25 @@ def test_convert_ids_and_tokens_equal_hf_tokenizers(llm, ref, texts):
                     or ref.decode([i], skip_special_tokens=False) == ""]
     assert len(kept) < len(with_special)
 
+
+def test_call_pads_truncates_and_returns_tensors_as_hf_tokenizers(llm, ref):
+    np = pytest.importorskip("numpy")
+    tok = llm.get_tokenizer()
+    batch = ["Hello world", "The capital of France is", "a"]
+    ref.enable_padding(pad_id=tok.pad_token_id, pad_token=tok.convert_ids_to_tokens(tok.pad_token_id))
+    want = ref.encode_batch(batch)
+    got = tok(batch, padding=True, return_tensors="np")
+    assert got["input_ids"].dtype == np.int64
+    assert got["input_ids"].tolist() == [e.ids for e in want]
+    assert got.attention_mask.tolist() == [e.attention_mask for e in want]
+    ref.no_padding()
+    ref.enable_truncation(max_length=3)
+    cut = tok(batch, truncation=True, max_length=3)
+    assert cut["input_ids"] == [e.ids for e in ref.encode_batch(batch)]
+    ref.no_truncation()
+    padded = tok("Hello", padding="max_length", max_length=6)
+    assert padded["input_ids"][len(ref.encode("Hello").ids):] == [tok.pad_token_id] * (6 - len(ref.encode("Hello").ids))
+    assert sum(padded["attention_mask"]) == len(ref.encode("Hello").ids)
+    with pytest.raises(ValueError, match="different lengths"):
+        tok(batch, return_tensors="np")
+
