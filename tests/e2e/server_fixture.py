@@ -318,6 +318,26 @@ _METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
+def parse_sse(payload: bytes) -> list:
+    """`data: ...` events of a text/event-stream body; `[DONE]` stays a string."""
+    events = []
+    for block in payload.decode().split("\n\n"):
+        block = block.strip("\n")
+        if not block:
+            continue
+        data = [line[len("data:"):].lstrip() for line in block.split("\n") if line.startswith("data:")]
+        if not data:
+            continue
+        text = "\n".join(data)
+        events.append(text if text == "[DONE]" else json.loads(text))
+    return events
+
+
+def sse_json(payload: bytes) -> list[dict]:
+    """The JSON events of a text/event-stream body, `[DONE]` left out."""
+    return [e for e in parse_sse(payload) if e != "[DONE]"]
+
+
 def parse_metrics(text: str) -> list[tuple[str, dict, float]]:
     samples = []
     for line in text.splitlines():

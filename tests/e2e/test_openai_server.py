@@ -78,21 +78,6 @@ def detokenize(tokens: list[int]) -> str:
     return body["prompt"]
 
 
-def parse_sse(payload: bytes) -> list:
-    """`data: ...` events of a text/event-stream body; `[DONE]` stays a string."""
-    events = []
-    for block in payload.decode().split("\n\n"):
-        block = block.strip("\n")
-        if not block:
-            continue
-        data = [line[len("data:"):].lstrip() for line in block.split("\n") if line.startswith("data:")]
-        if not data:
-            continue
-        text = "\n".join(data)
-        events.append(text if text == "[DONE]" else json.loads(text))
-    return events
-
-
 def pick_stop_string(text: str) -> str:
     """A 4-character substring from the middle of `text` with something besides whitespace."""
     for i in range(len(text) // 2, len(text) - 4):
@@ -183,7 +168,7 @@ class CompletionsTest(unittest.TestCase):
         self.assertEqual(status, 200, payload[:300])
         self.assertTrue(headers.get("content-type", "").startswith("text/event-stream"), headers)
         self.assertTrue(payload.endswith(b"data: [DONE]\n\n"), payload[-200:])
-        events = parse_sse(payload)
+        events = sf.parse_sse(payload)
         self.assertEqual(events[-1], "[DONE]")
         self.assertEqual(events.count("[DONE]"), 1)
         for e in events[:-1]:

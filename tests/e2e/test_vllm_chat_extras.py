@@ -22,7 +22,6 @@ Exit code 77: skipped (no binary with `serve`, no model, no `openai` package).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -129,9 +128,7 @@ class ForwardedPromptTest(unittest.TestCase):
         code, _, raw = SERVER.request("POST", "/v1/chat/completions", dict(
             model=NAME, messages=self.OTHER, stream=True, kv_transfer_params={"prompt_token_ids": ids}, **base))
         self.assertEqual(code, 200, raw[:300])
-        events = [json.loads(line[6:]) for line in raw.decode().splitlines()
-                  if line.startswith("data: ") and line != "data: [DONE]"]
-        self.assertEqual(events[0]["prompt_token_ids"], ids)
+        self.assertEqual(sf.sse_json(raw)[0]["prompt_token_ids"], ids)
         # With echo the messages are rendered (vLLM ignores the forwarded ids).
         echoed = post("/v1/chat/completions", {"messages": self.OTHER, **base, "echo": True,
                                                "kv_transfer_params": {"prompt_token_ids": ids}})
@@ -142,11 +139,6 @@ class ForwardedPromptTest(unittest.TestCase):
             err = post("/v1/chat/completions", {"messages": self.OTHER, "max_tokens": 1,
                                                 "kv_transfer_params": {"prompt_token_ids": value}}, status=400)
             self.assertEqual(err["error"]["param"], "kv_transfer_params.prompt_token_ids", value)
-
-
-def sse_events(raw: bytes) -> list[dict]:
-    return [json.loads(line[6:]) for line in raw.decode().splitlines()
-            if line.startswith("data: ") and line != "data: [DONE]"]
 
 
 class PerRequestMetricsTest(unittest.TestCase):
@@ -193,14 +185,14 @@ class PerRequestMetricsTest(unittest.TestCase):
                                                                   stream_options={"include_usage": True}))
             wall_ms = (time.monotonic() - start) * 1e3
             self.assertEqual(code, 200, raw[:300])
-            events = sse_events(raw)
+            events = sf.sse_json(raw)
             self.assertEqual(events[-1]["choices"], [])
             self.assertTrue(all("metrics" not in e for e in events[:-1]))
             self.check(events[-1]["metrics"], events[-1]["usage"]["completion_tokens"], wall_ms)
         code, _, raw = SERVER.request("POST", "/v1/completions", {"model": NAME, "prompt": "Hi", "max_tokens": 2,
                                                                   "stream": True,
                                                                   "stream_options": {"include_usage": True}})
-        self.assertTrue(all("metrics" not in e for e in sse_events(raw)))
+        self.assertTrue(all("metrics" not in e for e in sf.sse_json(raw)))
 
 
 if __name__ == "__main__":

@@ -598,8 +598,7 @@ class DeploymentFlagsTest(unittest.TestCase):
         status, _, raw = self.server.request("POST", "/v1/completions",
                                              {"model": NAME, "prompt": "Hi", "max_tokens": 3, "stream": True})
         self.assertEqual(status, 200, raw)
-        events = [json.loads(line[6:]) for line in raw.decode().splitlines()
-                  if line.startswith("data: ") and line != "data: [DONE]"]
+        events = sf.sse_json(raw)
         self.assertEqual(events[-1]["choices"], [])
         self.assertEqual(events[-1]["usage"]["completion_tokens"], 3)
         # vLLM's flag forces continuous_usage_stats too: every chunk counts the tokens so far.
@@ -612,8 +611,7 @@ class DeploymentFlagsTest(unittest.TestCase):
                                              {"model": NAME, "messages": [{"role": "user", "content": "Hi"}],
                                               "max_completion_tokens": 3, "min_tokens": 3, "stream": True})
         self.assertEqual(status, 200, raw)
-        events = [json.loads(line[6:]) for line in raw.decode().splitlines()
-                  if line.startswith("data: ") and line != "data: [DONE]"]
+        events = sf.sse_json(raw)
         self.assertTrue(all(e["usage"] is not None for e in events), events)
         self.assertEqual(events[0]["usage"]["completion_tokens"], 0)
         self.assertEqual(events[-1]["usage"]["completion_tokens"], 3)
