@@ -60,6 +60,31 @@ LLAMA31_8B = {
 }
 
 
+def build_random_model(cfg: dict, out: str, device: str, seed: int):
+    """transformers' model of cfg["architectures"][0] from cfg, its own initialization under
+    torch seed `seed`, built on `device`; cfg is written to out/config.json."""
+    import torch
+    import transformers
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    config = transformers.AutoConfig.from_pretrained(out)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        return getattr(transformers, cfg["architectures"][0])(config)
+
+
+def save_random_model(model, cfg: dict, out: str) -> int:
+    """Saves model in bf16 safetensors shards, then config.json in the classic form the real
+    checkpoint ships (save_pretrained rewrites it). Returns the parameter count."""
+    import torch
+    model = model.to(torch.bfloat16)
+    model.save_pretrained(out, max_shard_size="5GB")
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    return sum(p.numel() for p in model.parameters())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -73,26 +98,15 @@ def main():
     args = ap.parse_args()
 
     import torch
-    import transformers
     cfg = dict(LLAMA31_8B, num_hidden_layers=args.layers)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-    config = transformers.AutoConfig.from_pretrained(args.out)
-    torch.manual_seed(args.seed)
-    with torch.device(args.device):
-        model = transformers.LlamaForCausalLM(config)
+    model = build_random_model(cfg, args.out, args.device, args.seed)
     if args.peaked_lm_head:
         # Drawn on the CPU from its own generator: the same factors whatever --device is.
         z = torch.randn(cfg["vocab_size"], generator=torch.Generator().manual_seed(args.seed + 1))
         scale = args.lm_head_gain * torch.exp(args.lm_head_sigma * z)
         with torch.no_grad():
             model.lm_head.weight.mul_(scale.to(model.lm_head.weight.device)[:, None])
-    model = model.to(torch.bfloat16)
-    model.save_pretrained(args.out, max_shard_size="5GB")
-    with open(os.path.join(args.out, "config.json"), "w") as f:  # the classic form, as shipped
-        json.dump(cfg, f, indent=2)
-    n = sum(p.numel() for p in model.parameters())
+    n = save_random_model(model, cfg, args.out)
     init = (f"lm_head rows x {args.lm_head_gain} * exp({args.lm_head_sigma} * N(0, 1))" if args.peaked_lm_head
             else "plain init")
     print(f"wrote {args.out}: {n / 1e9:.2f} B parameters, bf16, seed {args.seed}, {init}")

@@ -12,9 +12,10 @@ from DIR, e.g. ../shared/data/tokenizers/qwen3 (Qwen's byte-level BPE; 151,669 i
 the model's 152,064).
 """
 import argparse
-import json
 import os
 import shutil
+
+from make_random_llama8b import build_random_model, save_random_model
 
 QWEN25_7B = {
     "architectures": ["Qwen2ForCausalLM"],
@@ -51,24 +52,11 @@ def main():
     ap.add_argument("--tokenizer", help="a directory with tokenizer.json and tokenizer_config.json to copy")
     args = ap.parse_args()
 
-    import torch
-    import transformers
     cfg = dict(QWEN25_7B, num_hidden_layers=args.layers, max_window_layers=args.layers)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-    config = transformers.AutoConfig.from_pretrained(args.out)
-    torch.manual_seed(args.seed)
-    with torch.device(args.device):
-        model = transformers.Qwen2ForCausalLM(config)
-    model = model.to(torch.bfloat16)
-    model.save_pretrained(args.out, max_shard_size="5GB")
-    with open(os.path.join(args.out, "config.json"), "w") as f:  # the form the real checkpoint ships
-        json.dump(cfg, f, indent=2)
+    n = save_random_model(build_random_model(cfg, args.out, args.device, args.seed), cfg, args.out)
     if args.tokenizer:
         for name in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(os.path.join(args.tokenizer, name), os.path.join(args.out, name))
-    n = sum(p.numel() for p in model.parameters())
     print(f"wrote {args.out}: {n / 1e9:.2f} B parameters, bf16, seed {args.seed}")
 
 
