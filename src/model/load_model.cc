@@ -1,5 +1,6 @@
 #include <filesystem>
 
+#include "loader/dtype_convert.h"
 #include "loader/gguf.h"
 #include "loader/safetensors.h"
 #include "model/registry.h"
@@ -13,7 +14,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> load_model(const std::string& path) {
+Result<std::unique_ptr<Model>> load_model(const std::string& path, std::optional<DType> float_weights) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) return Status::error(path + ": no such file or directory");
@@ -40,6 +41,7 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path) {
     store = std::shared_ptr<const WeightStore>(std::move(*st));
     scheme = WeightScheme::kHuggingFace;
   }
+  if (float_weights) store = convert_float_weights(std::move(store), *float_weights);
   ModelBuilder builder = find_model_builder(config.architecture);
   if (builder == nullptr) {
     return Status::error(path + ": no builder for architecture '" + config.architecture + "'");

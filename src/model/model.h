@@ -2,12 +2,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
 #include "config/model_config.h"
 #include "backend/forward_batch.h"
 #include "kv/kv_cache.h"
+#include "tensor/dtype.h"
 
 namespace tessera {
 
@@ -22,10 +24,14 @@ class Model {
   // The host KV cache's element type for --kv-cache-dtype auto: the checkpoint's own
   // precision (vLLM's "the model's dtype"; llama.cpp's f16 for quantized weights).
   virtual KvDtype auto_kv_dtype() const { return KvDtype::kFloat32; }
+  // The element type the checkpoint stores its layers' weights in (what dtype "auto" keeps).
+  virtual DType weight_dtype() const { return DType::kF32; }
 };
 
 // Opens a checkpoint: a model directory (config.json + safetensors), a .safetensors file
-// (config.json beside it) or a .gguf file. Errors name the file and the problem.
-Result<std::unique_ptr<Model>> load_model(const std::string& path);
+// (config.json beside it) or a .gguf file. Errors name the file and the problem. With
+// float_weights (kF32, kF16 or kBF16), the float tensors are converted to that type at load
+// (quantized ones stay as stored).
+Result<std::unique_ptr<Model>> load_model(const std::string& path, std::optional<DType> float_weights = std::nullopt);
 
 }  // namespace tessera

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -124,6 +125,27 @@ TEST_P(HfReference, GreedyTokensAndLogprobsMatch) {
     check_against_golden(**model, golden, tolerance, mode, kv_dtype);
   }
   cpu::set_activation_precision(cpu::ActivationPrecision::kPrecise);
+}
+
+// dtype float16 / bfloat16 on the CPU (vLLM's --dtype): the float weights converted at load,
+// the KV cache in the same type, activations fp32; still HF's (fp32) tokens by the same
+// criterion, logprobs within what rounding every weight to 11 (float16) or 8 (bfloat16)
+// significant bits moves them on these models.
+TEST_P(HfReference, SixteenBitWeightsStayClose) {
+  std::ifstream in(fs::path(testing::test_data()) / "golden" / GetParam());
+  const auto golden = nlohmann::json::parse(in);
+  const auto& source = golden["source"];
+  const std::string path = testing::golden_model_path(source);
+  if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
+  if (is_quantized(source)) GTEST_SKIP() << "quantized weights stay as stored";
+  for (const auto& [dtype, kv, tolerance] : {std::tuple{DType::kF16, KvDtype::kFloat16, 0.1},
+                                             std::tuple{DType::kBF16, KvDtype::kBfloat16, 0.5}}) {
+    auto model = load_model(path, dtype);
+    ASSERT_TRUE(model.ok()) << model.error();
+    EXPECT_EQ((*model)->weight_dtype(), dtype);
+    EXPECT_EQ((*model)->auto_kv_dtype(), kv);
+    check_against_golden(**model, golden, tolerance, dtype == DType::kF16 ? "float16-weight" : "bfloat16-weight", kv);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, HfReference, ::testing::ValuesIn(golden_files()),

@@ -112,11 +112,14 @@ class DecoderModel::CpuPass : public DecoderBackend {
   const float eps_;
 };
 
-KvDtype DecoderModel::auto_kv_dtype() const {
+DType DecoderModel::weight_dtype() const {
   // The attention projections' storage is the checkpoint's precision (embeddings and heads
   // are often kept wider in quantized files).
-  const DType w = layers_.empty() ? embedding_.dtype : layers_.front().attention.k_proj().weight().dtype;
-  switch (w) {
+  return layers_.empty() ? embedding_.dtype : layers_.front().attention.k_proj().weight().dtype;
+}
+
+KvDtype DecoderModel::auto_kv_dtype() const {
+  switch (weight_dtype()) {
     case DType::kF32:
       return KvDtype::kFloat32;
     case DType::kBF16:

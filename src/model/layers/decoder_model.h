@@ -26,6 +26,7 @@ class DecoderModel : public Model {
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
   // float32 weights: float32; float16 / bfloat16: the same; quantized: float16.
   KvDtype auto_kv_dtype() const override;
+  DType weight_dtype() const override;
 
  struct Layer {
     std::vector<float> attn_norm;  // [hidden]
