@@ -66,7 +66,7 @@ if has ops; then
   step bench_gemv "$BIN/bench_gemv" && grep -v "^$" "$LOG/bench_gemv.log" | tail -40
   step bench_decode_layer "$BIN/bench_decode_layer" && cat "$LOG/bench_decode_layer.log"
   step models_vs_hf "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*'
-  grep -E "on CUDA \]|PASSED|FAILED" "$LOG/models_vs_hf.log" | tail -25
+  grep -E "on CUDA|PASSED|FAILED" "$LOG/models_vs_hf.log" | tail -25
   step bench_cuda_ops "$BIN/bench_cuda_ops" && cat "$LOG/bench_cuda_ops.log"
 fi
 
@@ -78,12 +78,12 @@ fi
 
 if has cuda; then  # every CUDA test natively (no sanitizer): ops, GEMVs, tiny models
   step cuda_tests "$BIN/cuda_tests" --gtest_filter='-*Timing*'
-  grep -E "on CUDA \]|PASSED|FAILED" "$LOG/cuda_tests.log" | tail -20
+  grep -E "on CUDA|PASSED|FAILED" "$LOG/cuda_tests.log" | tail -20
 fi
 
 if has quick; then  # the whole-model checks on the tiny models (and SmolLM2) and the GEMM test, no sanitizer
   step quick_tests "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*tiny*:*CudaHfReference*smollm2_135m*:CudaOps.Gemm*'
-  grep -E "on CUDA \]|PASSED|FAILED" "$LOG/quick_tests.log" | tail -20
+  grep -E "on CUDA|PASSED|FAILED" "$LOG/quick_tests.log" | tail -20
 fi
 
 if has weights8b; then  # only the random checkpoint (for bench8b / serve8b)
@@ -102,8 +102,14 @@ if has model8b; then
     --threads 16 --out "$GOLDEN" \
     || tail -20 "$LOG/hf_golden8b.log"
   cp "$GOLDEN" "$OUTDIR/"
-  step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'
-  grep -E "on CUDA \]|OK \]|FAILED|HF top-5|error" "$LOG/model8b_vs_hf.log" | cut -c1-700 | head -20
+  # transformers itself in float16 (the reference of --dtype half), with its distance from float32.
+  GOLDEN16=$MODEL8B/hf-llama8b-random-fp16.json
+  [ -f "$GOLDEN16" ] || step hf_golden8b_fp16 python3 tools/reference/hf_greedy_reference.py --model "$MODEL8B" \
+    --random-prompts --random-vocab 128256 --max-tokens 64 --top-k 10 --device cuda --dtype float16 \
+    --calibrate-dtype float32 --threads 16 --out "$GOLDEN16" || tail -20 "$LOG/hf_golden8b_fp16.log"
+  [ -f "$GOLDEN16" ] && cp "$GOLDEN16" "$OUTDIR/"
+  step model8b_vs_hf env TESSERA_CUDA_GOLDENS="$GOLDEN:$GOLDEN16" "$BIN/cuda_tests" --gtest_filter='*CudaHfReference*llama8b*'
+  grep -E "on CUDA|OK \]|FAILED|HF top-5|error" "$LOG/model8b_vs_hf.log" | cut -c1-700 | head -20
 fi
 
 if has bench8b; then

@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
     cudaMemcpy(dslots, slots.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice);
     cudaMemcpy(dfreq, inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice);
     const double ms = time_ms([&] {
-      tessera::cuda::qkv_rope_cache(qkv, nullptr, nullptr, nullptr, 0.0f, dpos, dslots, n, heads, kv_heads, hd, dfreq,
+      tessera::cuda::qkv_rope_cache<tessera::cuda::bf16>(qkv, nullptr, nullptr, nullptr, 0.0f, dpos, dslots, n, heads, kv_heads, hd, dfreq,
                                     tessera::RopeLayout::kHalf, q, kc, vc, nullptr);
     });
     std::printf("qkv_rope_cache %lld tokens: %8.3f ms  %7.0f GB/s\n", static_cast<long long>(n), ms,

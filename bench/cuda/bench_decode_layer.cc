@@ -107,12 +107,12 @@ void decode_step(const Weights& w, Step& s, int parts, int splits, cudaStream_t 
   for (int l = 0; l < kLayers; ++l) {
     check(tc::gemv({s.hidden, nullptr, w.attn_norm, kEps}, w.qkv_w(l), n, kHidden, kQkv, s.qkv, stream, opt), "qkv");
     if (parts & kFused) {
-      const tc::QkvRope rope{nullptr, nullptr, nullptr, kEps, s.inv_freq, tessera::RopeLayout::kHalf};
+      const tc::QkvRope<tc::bf16> rope{nullptr, nullptr, nullptr, kEps, s.inv_freq, tessera::RopeLayout::kHalf};
       tc::rope_paged_attention(s.qkv, rope, s.meta, shape, splits, splits > 1 ? s.workspace : nullptr, s.q,
                                s.k_cache[l], s.v_cache[l], s.attn, stream);
     }
     if (parts & kRope) {
-      tc::qkv_rope_cache(s.qkv, nullptr, nullptr, nullptr, kEps, s.meta.positions, s.meta.slot_mapping, n, kHeads,
+      tc::qkv_rope_cache<tc::bf16>(s.qkv, nullptr, nullptr, nullptr, kEps, s.meta.positions, s.meta.slot_mapping, n, kHeads,
                          kKvHeads, kHeadDim, s.inv_freq, tessera::RopeLayout::kHalf, s.q, s.k_cache[l], s.v_cache[l],
                          stream);
     }

@@ -5,6 +5,8 @@
 // random), so no weight is in L2 from the call before. Prints:
 //   per shape: each kernel variant (GemvOptions::variant), the default with PDL, cuBLASLt's
 //     GEMM alone (without the norm / silu / add kernels it needs around it), ms and GB/s;
+//   per n: the engine's two shapes (variant 0, kGemvBulkVariant) in f16 on each shape (the
+//     same buffers read as f16: the speed does not depend on the values);
 //   per n: the per-token sums 32 x (qkv + o + gate_up + down) + LM head of those;
 //   per n: whole chains in one graph: the fused layer (4 GEMVs) x 32 + LM head, with and
 //     without PDL, against the unfused one (norms, cuBLASLt GEMMs, silu) (attention and RoPE
@@ -13,7 +15,7 @@
 // `bench_gemv --profile [V]` instead launches, at n = 1 and without graphs, q/k/v, gate/up
 // and down twice each as GEMV variant V (default 0) and twice as cuBLASLt (each on another
 // layer's weights): twelve kernels for a profiler (ncu) to compare, nothing printed.
-// Run on the GPU machine.
+// bf16 throughout but for that f16 line. Run on the GPU machine.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,7 +39,7 @@ namespace {
 namespace tc = tessera::cuda;
 namespace sweep = tessera::cuda::sweep;
 using tc::bf16;
-
+using tc::f16;
 
 using namespace tessera::bench;  // check, device_random, graph_ms; the 8B shape
 using Model = Llama8BWeights;
@@ -90,6 +92,37 @@ void run_fused(Op op, const Model& w, const Acts& a, int64_t n, int l, const tc:
     default:
       check(sweep::gemv_f32({a.hidden, a.rows, w.final_norm, kEps}, w.lm_head, n, kHidden, kVocab, a.logits, stream, opt),
             "lm_head");
+  }
+}
+
+// The buffers as f16 (the f16 line: same bytes, other values).
+const f16* h(const bf16* p) { return reinterpret_cast<const f16*>(p); }
+f16* h(bf16* p) { return reinterpret_cast<f16*>(p); }
+
+// The fused kernel of op at layer l in f16, through the engine's launchers (gemv.h).
+void run_fused_f16(Op op, const Model& w, const Acts& a, int64_t n, int l, const tc::GemvOptions& opt,
+                   cudaStream_t stream) {
+  switch (op) {
+    case kQkvOp:
+      check(tc::gemv<f16>({h(a.hidden), nullptr, h(w.attn_norm), kEps}, h(w.qkv_w(l)), n, kHidden, kQkv, h(a.q), stream,
+                          opt),
+            "qkv f16");
+      break;
+    case kOOp:
+      check(tc::gemv_add<f16>({h(a.attn)}, h(w.o_w(l)), n, kHidden, kHidden, h(a.hidden), stream, opt), "o f16");
+      break;
+    case kGateUpOp:
+      check(tc::gemv_silu_mul<f16>({h(a.hidden), nullptr, h(w.ffn_norm), kEps}, h(w.gate_up_w(l)), n, kHidden, kInter,
+                                   h(a.act), stream, opt),
+            "gate_up f16");
+      break;
+    case kDownOp:
+      check(tc::gemv_add<f16>({h(a.act)}, h(w.down_w(l)), n, kInter, kHidden, h(a.hidden), stream, opt), "down f16");
+      break;
+    default:
+      check(tc::gemv_f32<f16>({h(a.hidden), a.rows, h(w.final_norm), kEps}, h(w.lm_head), n, kHidden, kVocab, a.logits,
+                              stream, opt),
+            "lm_head f16");
   }
 }
 
@@ -196,6 +229,20 @@ int main(int argc, char** argv) {
       sum_pdl += layers * pdl;
       sum_cublas += layers * cublas;
     }
+    std::printf("  f16, engine v0 / v%d:", tc::kGemvBulkVariant);
+    for (int opi = 0; opi < kNumOps; ++opi) {
+      const Op op = static_cast<Op>(opi);
+      const int iters = op == kLmHeadOp ? 8 : kLayers;
+      const int weight_copies = op == kLmHeadOp ? 1 : kLayers;
+      std::printf("  %.7s", kOpNames[op]);
+      for (int v : {0, tc::kGemvBulkVariant}) {
+        const double ms = graph_ms(stream, iters, [&](int i) {
+          run_fused_f16(op, w, a, n, i % weight_copies, {false, v}, stream);
+        });
+        std::printf(" %.1f (%.0f)", ms * 1e3, op_bytes(op, n) / (ms * 1e-3) / 1e9);
+      }
+    }
+    std::printf("\n");
     std::printf(
         "  per step (32 layers + lm_head), kernels timed alone: gemv v0 %.3f ms, best variant %.3f ms, "
         "v0+pdl %.3f ms, cuBLASLt GEMMs alone %.3f ms\n",

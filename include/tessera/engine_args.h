@@ -20,13 +20,18 @@ struct EngineArgs {
   std::string tokenizer_revision;  // of a Hub tokenizer; "": main
   std::string download_dir;        // the Hub cache to use; "": $HF_HUB_CACHE, else $HF_HOME/hub, ...
   int32_t block_size = 16;
+  // Compute type of weights and activations (vLLM's --dtype): "auto" (the checkpoint's: float16
+  // stays float16; bfloat16, float32 and quantized checkpoints run bfloat16 on CUDA and as
+  // stored on the CPU), "bfloat16", "float16" / "half", or "float32" / "float" (the CPU only).
+  // The CPU computes in fp32 over weights stored in this type.
+  std::string dtype = "auto";
   std::string device = "auto";  // "cuda", "cpu", or "auto": CUDA when a device is usable
   // Bytes of K/V storage, reserved at start; 0: on the CPU 1 GiB, or what max_num_seqs
   // sequences of max_model_len tokens need if less; on CUDA from gpu_memory_utilization.
   int64_t kv_cache_memory = 0;
-  // Element type of cached K and V (vLLM's --kv-cache-dtype): "auto" (CUDA: bfloat16; CPU: the
-  // checkpoint's precision, float16 for quantized weights, as llama.cpp caches them),
-  // "float32", "float16" or "bfloat16" (the CPU's choices; CUDA's cache is bfloat16).
+  // Element type of cached K and V (vLLM's --kv-cache-dtype): "auto" (CUDA: the compute dtype;
+  // CPU: the weights' precision, float16 for quantized weights, as llama.cpp caches them),
+  // "float32", "float16" or "bfloat16" (the CPU's choices; CUDA's cache is the compute dtype).
   std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;  // share of the device's memory this engine may use (CUDA)
   // GiB of the weights (vLLM's cpu_offload_gb) kept in pinned host memory, which the GPU reads

@@ -109,6 +109,7 @@ NB_MODULE(_core, m) {
       .def_rw("download_dir", &EngineArgs::download_dir)
       .def_rw("block_size", &EngineArgs::block_size)
       .def_rw("device", &EngineArgs::device)
+      .def_rw("dtype", &EngineArgs::dtype)
       .def_rw("kv_cache_memory", &EngineArgs::kv_cache_memory)
       .def_rw("kv_cache_dtype", &EngineArgs::kv_cache_dtype)
       .def_rw("gpu_memory_utilization", &EngineArgs::gpu_memory_utilization)

@@ -69,9 +69,6 @@ class LLM:
                 raise ValueError(f"LLM: {name}={value!r} is not supported by Tessera yet")
         if dtype not in _DTYPES:
             raise ValueError(f"LLM: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
-        if dtype not in ("auto", "bfloat16"):
-            # Tessera runs bf16 on CUDA and its own precision on the CPU today.
-            raise ValueError(f"LLM: dtype={dtype!r} is not supported by Tessera yet (auto, bfloat16)")
         a = _core.EngineArgs()
         a.model = str(model)
         a.tokenizer = str(tokenizer or "")
@@ -80,6 +77,7 @@ class LLM:
         a.download_dir = str(download_dir or "")
         _resolve_hub_names(a)
         a.device = device
+        a.dtype = dtype
         a.gpu_memory_utilization = gpu_memory_utilization
         a.cpu_offload_gb = float(cpu_offload_gb)
         a.enforce_eager = enforce_eager

@@ -16,14 +16,20 @@ void add_engine_options(CLI::App* cmd, EngineArgs* a) {
   cmd->add_option("--block-size", a->block_size, "Tokens per KV-cache block")->check(CLI::Range(1, 1024));
   cmd->add_option("--device", a->device, "cuda, cpu or auto (CUDA when a device is usable)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("--dtype", a->dtype,
+                  "Compute type of weights and activations (vLLM's): auto (float16 and bfloat16 checkpoints as they "
+                  "are; float32 and quantized ones in bfloat16 on CUDA, as stored on the CPU), bfloat16, float16 "
+                  "(half), or float32 (float; CPU only)")
+      ->check(CLI::IsMember({"auto", "bfloat16", "bf16", "float16", "half", "fp16", "float32", "float", "fp32"}));
   cmd->add_option("--kv-cache-memory,--kv-cache-memory-bytes", a->kv_cache_memory,
                   "Bytes of KV-cache storage, reserved at start (default: on the CPU 1 GiB, or what "
                   "--max-num-seqs sequences of --max-model-len tokens need if less; on CUDA what "
                   "--gpu-memory-utilization leaves)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
-                  "Element type of cached K and V: auto (CUDA: bfloat16; CPU: the checkpoint's precision, float16 "
-                  "for quantized weights), float32, float16 or bfloat16 (CPU); FP8 types are not supported yet")
+                  "Element type of cached K and V: auto (CUDA: the compute dtype; CPU: the weights' precision, "
+                  "float16 for quantized weights), float32, float16 or bfloat16 (CPU); FP8 types are not supported "
+                  "yet")
       ->check(CLI::IsMember({"auto", "float32", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
   cmd->add_option("--kv-offloading-size", a->kv_offloading_size,
                   "GiB of host memory that keep KV blocks the cache evicts, for prefix hits and preempted requests "

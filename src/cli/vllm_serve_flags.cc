@@ -97,8 +97,6 @@ void add_vllm_engine_flags(CLI::App* cmd, EngineArgs* args) {
            "vLLM's; " + help)
         ->group(group);
   };
-  only("--dtype", {"auto", "bfloat16", "bf16"}, "a compute type other than bfloat16 (auto)",
-       "auto or bfloat16: CUDA computes in bfloat16, the CPU in the checkpoint's precision");
   only("--tensor-parallel-size", {"1"}, "tensor parallelism", "1 (one GPU)");
   only("--pipeline-parallel-size", {"1"}, "pipeline parallelism", "1 (one GPU)");
   only("--quantization", {"none", "None"}, "quantizing the weights at load (--quantization)",

@@ -99,6 +99,22 @@ Result<EngineConfig> resolve_engine_config(const EngineArgs& a, const ModelConfi
   return c;
 }
 
+Result<DType> resolve_dtype(const std::string& dtype, DType stored, const std::string& device) {
+  const bool cuda = device == "cuda";
+  if (dtype == "bfloat16" || dtype == "bf16") return DType::kBF16;
+  if (dtype == "float16" || dtype == "half" || dtype == "fp16") return DType::kF16;
+  if (dtype == "float32" || dtype == "float" || dtype == "fp32") {
+    if (cuda) return Status::error("dtype " + dtype + " is not supported on CUDA: use bfloat16 or float16");
+    return DType::kF32;
+  }
+  if (dtype != "auto") {
+    return Status::error("dtype must be auto, bfloat16, float16 (half) or float32 (float), got '" + dtype + "'");
+  }
+  if (stored == DType::kF16 || stored == DType::kBF16) return stored;
+  if (cuda) return DType::kBF16;
+  return stored == DType::kF32 ? DType::kF32 : DType::kF16;
+}
+
 Result<KvCachePlan> plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   const CacheConfig& k = c.cache;
   const int32_t max_model_len = c.scheduler.max_model_len;

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "config/model_config.h"
 #include "kv/kv_cache.h"
+#include "tensor/dtype.h"
 #include "tessera/engine_args.h"
 #include "tessera/tuning.h"
 
@@ -50,6 +51,9 @@ struct DeviceConfig {
 };
 
 struct EngineConfig {
+  // Compute type of weights and activations (vLLM's ModelConfig.dtype): kBF16, kF16 or kF32
+  // (CPU only), resolved by resolve_dtype once the device is known.
+  DType dtype = DType::kBF16;
   SchedulerConfig scheduler;
   CacheConfig cache;
   DeviceConfig device;
@@ -65,6 +69,13 @@ struct EngineConfig {
 // admit a request that can never be scheduled (without chunked prefill, a step budget below
 // max_model_len).
 Result<EngineConfig> resolve_engine_config(const EngineArgs& args, const ModelConfig& model);
+
+// EngineArgs::dtype for a checkpoint whose layers store `stored` (Model::weight_dtype) on
+// `device` ("cuda" or "cpu"): auto keeps float16 and bfloat16; float32 and quantized
+// checkpoints run bfloat16 on CUDA, and on the CPU stay as stored (float32; quantized: kF16,
+// the precision llama.cpp computes their activations' caches in). Fails naming the value for
+// an unknown name or float32 on CUDA.
+Result<DType> resolve_dtype(const std::string& dtype, DType stored, const std::string& device);
 
 // The KV cache a config gives for a model, and what it allows.
 struct KvCachePlan {

@@ -39,7 +39,16 @@ Result<LoadedEngine> load_engine(const EngineArgs& given) {
   if (!resolved.ok()) return resolved.status();
   const EngineArgs& args = *resolved;
   LoadedEngine e;
-  auto model = load_model(args.model);
+  auto device = resolve_device(args.device);
+  if (!device.ok()) return device.status();
+  e.device = *device;
+  // On the CPU an explicit dtype converts the float weights at load (auto keeps them as
+  // stored); the CUDA upload converts to the compute dtype itself.
+  auto asked = resolve_dtype(args.dtype, DType::kF32, e.device);  // the name, before loading anything
+  if (!asked.ok()) return asked.status();
+  std::optional<DType> cpu_weights;
+  if (e.device == "cpu" && args.dtype != "auto") cpu_weights = *asked;
+  auto model = load_model(args.model, cpu_weights);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
   auto tok = tokenizer::load_tokenizer(args.tokenizer.empty() ? args.model : args.tokenizer);
@@ -50,11 +59,16 @@ Result<LoadedEngine> load_engine(const EngineArgs& given) {
   } else {
     e.tokenizer_error = tok.error();
   }
-  auto device = resolve_device(args.device);
-  if (!device.ok()) return device.status();
-  e.device = *device;
   auto config = resolve_engine_config(args, e.model->config());
   if (!config.ok()) return config.status();
+  auto dtype = resolve_dtype(args.dtype, e.model->weight_dtype(), e.device);
+  if (!dtype.ok()) return dtype.status();
+  config->dtype = *dtype;
+  if (cpu_weights && !config->cache.kv_dtype) {  // the KV cache in the asked precision too
+    config->cache.kv_dtype = *dtype == DType::kF32   ? KvDtype::kFloat32
+                             : *dtype == DType::kF16 ? KvDtype::kFloat16
+                                                     : KvDtype::kBfloat16;
+  }
   Result<std::unique_ptr<EngineCore>> core = Status::error("unreachable");
   if (e.device == "cuda") {
 #ifdef TESSERA_HAVE_CUDA

@@ -1,6 +1,7 @@
 // cuda::paged_attention (split-KV, GQA-grouped, tensor cores) against its CPU twin
-// cpu::paged_attention on the same bf16 caches: mixed steps of prefill chunks, chunked-prefill
-// continuations and decodes at contexts 1 .. 4100, every case at several split counts, with
+// cpu::paged_attention on the same 16-bit caches, for each element type (bf16 and fp16: typed
+// tests): mixed steps of prefill chunks, chunked-prefill continuations and decodes at
+// contexts 1 .. 4100, every case at several split counts, with
 // NaN in every cache slot no token may see and in the workspace and output before the call
 // (a read of either shows up as a NaN); each step with the prefill plan (plan_attention: runs
 // of prefill tokens in the tiled prefill kernel) and without it (every token split-KV). Long
@@ -17,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,7 +32,19 @@ namespace tessera {
 namespace {
 
 using cuda::bf16;
+using cuda::f16;
 using namespace cuda_test;  // NOLINT(google-build-using-namespace): the test helpers
+
+template <typename T>
+std::string elem_name() {
+  return std::is_same_v<T, bf16> ? "bf16" : "f16";
+}
+
+// The element types the device ops run: each typed test below runs once per type
+// (CudaAttention/bf16.*, CudaAttention/f16.*).
+template <typename T>
+class CudaAttention : public ::testing::Test {};
+TYPED_TEST_SUITE(CudaAttention, ElemTypes, ElemTypeNames);
 
 constexpr int64_t kMaxContext = 4100;
 
@@ -85,7 +99,8 @@ Step make_step(const std::vector<Seq>& seqs, int64_t block_size, int64_t total_b
 
 // NaN in every cache row no token of the step may see: past each sequence's end in its last
 // block, and all the blocks no table holds.
-void poison_unseen(const Step& step, int64_t block_size, int64_t kv_dim, Bf16Data& cache) {
+template <typename T>
+void poison_unseen(const Step& step, int64_t block_size, int64_t kv_dim, ElemData<T>& cache) {
   const int64_t slots = static_cast<int64_t>(cache.f.size()) / kv_dim;
   std::vector<bool> seen(slots, false);
   const ForwardBatch& b = step.batch;
@@ -95,7 +110,7 @@ void poison_unseen(const Step& step, int64_t block_size, int64_t kv_dim, Bf16Dat
       seen[int64_t{table[p / block_size]} * block_size + p % block_size] = true;
     }
   }
-  const bf16 nan = __float2bfloat16(std::numeric_limits<float>::quiet_NaN());
+  const T nan = from_float<T>(std::numeric_limits<float>::quiet_NaN());
   for (int64_t slot = 0; slot < slots; ++slot) {
     if (seen[slot]) continue;
     for (int64_t i = slot * kv_dim; i < (slot + 1) * kv_dim; ++i) {
@@ -117,12 +132,14 @@ std::string describe(const AttentionCase& c, const std::string& name, int splits
          std::to_string(c.sliding_window) + " " + name + " splits " + std::to_string(splits);
 }
 
+// E: the element type (T is the step's token count here).
+template <typename E>
 void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs, uint32_t seed,
                            const std::vector<int>& split_counts = {1, 3, 32}) {
-  const std::string name = &seqs == &kMixed     ? "mixed"
-                           : &seqs == &kDecodes ? "decodes"
-                           : &seqs == &kLong    ? "long runs"
-                                                : "long decodes";
+  const std::string name = elem_name<E>() + (&seqs == &kMixed     ? " mixed"
+                                             : &seqs == &kDecodes ? " decodes"
+                                             : &seqs == &kLong    ? " long runs"
+                                                                  : " long decodes");
   std::mt19937 rng(seed);
   const int64_t total_blocks = blocks_needed(seqs, c.block_size) + 3;  // a few blocks no table holds
   const Step step = make_step(seqs, c.block_size, total_blocks, rng);
@@ -130,8 +147,8 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   const int64_t T = batch.num_tokens(), kv_dim = c.num_kv_heads * c.head_dim;
   const int64_t q_size = T * c.num_heads * c.head_dim;
   // Old keys/values everywhere, then this step's written over their slots.
-  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
-  Bf16Data q(q_size, rng), k(T * kv_dim, rng), v(T * kv_dim, rng);
+  ElemData<E> kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
+  ElemData<E> q(q_size, rng), k(T * kv_dim, rng), v(T * kv_dim, rng);
   poison_unseen(step, c.block_size, kv_dim, kc);
   poison_unseen(step, c.block_size, kv_dim, vc);
   cpu::AttentionShape cs{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
@@ -139,12 +156,12 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   std::vector<float> kcache = kc.f, vcache = vc.f, want(q_size);
   cpu::write_kv_cache(k.f.data(), v.f.data(), batch, kv_dim, kcache.data(), vcache.data());
   cpu::paged_attention(q.f.data(), kcache.data(), vcache.data(), batch, cs, want.data());
-  std::vector<bf16> kc_written = kc.h;
+  std::vector<E> kc_written = kc.h;
   for (int64_t t = 0; t < T; ++t) {
-    std::memcpy(&kc_written[batch.slot_mapping[t] * kv_dim], &k.h[t * kv_dim], kv_dim * sizeof(bf16));
+    std::memcpy(&kc_written[batch.slot_mapping[t] * kv_dim], &k.h[t * kv_dim], kv_dim * sizeof(E));
   }
 
-  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dk(k.h), dv(v.h), dout(q_size);
+  DeviceBuffer<E> dkc(kc.h), dvc(vc.h), dq(q.h), dk(k.h), dv(v.h), dout(q_size);
   DeviceBuffer<int32_t> dpos(batch.positions), dseq(step.token_seq), dindptr(batch.block_table_indptr),
       dids(batch.block_table_ids);
   DeviceBuffer<int64_t> dslots(batch.slot_mapping);
@@ -169,8 +186,9 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   }
   cuda::write_kv_cache(dk.p, dv.p, meta, kv_dim, dkc.p, dvc.p, nullptr);
   CUDA_OK(cudaDeviceSynchronize());
-  const std::vector<bf16> kc_back = dkc.download();
-  EXPECT_EQ(std::memcmp(kc_back.data(), kc_written.data(), kc_back.size() * sizeof(bf16)), 0) << "write_kv_cache";
+  const std::vector<E> kc_back = dkc.download();
+  EXPECT_EQ(std::memcmp(kc_back.data(), kc_written.data(), kc_back.size() * sizeof(E)), 0)
+      << "write_kv_cache " << elem_name<E>();
 
   std::vector<int> splits = split_counts;
   splits.push_back(cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext));
@@ -187,7 +205,7 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   for (const auto& [m, plan_name] : metas) {
     for (int s : splits) {
       CUDA_OK(cudaMemset(ws.p + counts, 0xff, ws.n - counts));
-      CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
+      CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(E)));
       cuda::paged_attention(dq.p, dkc.p, dvc.p, m, gs, s, s > 1 ? ws.p : nullptr, dout.p, nullptr);
       CUDA_OK(cudaGetLastError());
       CUDA_OK(cudaDeviceSynchronize());
@@ -196,68 +214,72 @@ void check_paged_attention(const AttentionCase& c, const std::vector<Seq>& seqs,
   }
 }
 
-TEST(CudaAttention, PagedAttentionMatchesCpuOverMixedBatches) {
+TYPED_TEST(CudaAttention, PagedAttentionMatchesCpuOverMixedBatches) {
   REQUIRE_DEVICE();
+  using E = TypeParam;
   uint32_t seed = 10;
   for (int64_t head_dim : {64, 128}) {
     for (int64_t ratio : {1, 4, 8}) {
       for (int64_t block_size : {16, 32}) {
-        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, kMixed, seed++);
-        check_paged_attention({4 * ratio, 4, head_dim, block_size, 0}, kDecodes, seed++);
+        check_paged_attention<E>({4 * ratio, 4, head_dim, block_size, 0}, kMixed, seed++);
+        check_paged_attention<E>({4 * ratio, 4, head_dim, block_size, 0}, kDecodes, seed++);
       }
     }
   }
   for (const std::vector<Seq>* seqs : {&kMixed, &kDecodes}) {
-    check_paged_attention({32, 8, 128, 16, 256}, *seqs, seed++);  // sliding windows
-    check_paged_attention({8, 2, 64, 32, 100}, *seqs, seed++);
-    check_paged_attention({9, 3, 64, 16, 0}, *seqs, seed++);     // SmolLM2's heads: G = 3
-    check_paged_attention({7, 1, 128, 16, 0}, *seqs, seed++);    // G = 7
-    check_paged_attention({12, 1, 64, 16, 0}, *seqs, seed++);    // G = 12: 16-row CTAs
-    check_paged_attention({40, 2, 128, 16, 0}, *seqs, seed++);   // G = 20: two head chunks
-    check_paged_attention({32, 8, 128, 24, 0}, *seqs, seed++);   // a block size not a power of two
-    check_paged_attention({8, 4, 256, 16, 0}, *seqs, seed++);    // head_dim 256 (Gemma)
-    check_paged_attention({24, 2, 256, 32, 0}, *seqs, seed++);   // head_dim 256, G = 12: two chunks
-    check_paged_attention({8, 8, 256, 16, 300}, *seqs, seed++);  // head_dim 256, window
+    check_paged_attention<E>({32, 8, 128, 16, 256}, *seqs, seed++);  // sliding windows
+    check_paged_attention<E>({8, 2, 64, 32, 100}, *seqs, seed++);
+    check_paged_attention<E>({9, 3, 64, 16, 0}, *seqs, seed++);     // SmolLM2's heads: G = 3
+    check_paged_attention<E>({7, 1, 128, 16, 0}, *seqs, seed++);    // G = 7
+    check_paged_attention<E>({12, 1, 64, 16, 0}, *seqs, seed++);    // G = 12: 16-row CTAs
+    check_paged_attention<E>({40, 2, 128, 16, 0}, *seqs, seed++);   // G = 20: two head chunks
+    check_paged_attention<E>({32, 8, 128, 24, 0}, *seqs, seed++);   // a block size not a power of two
+    check_paged_attention<E>({8, 4, 256, 16, 0}, *seqs, seed++);    // head_dim 256 (Gemma)
+    check_paged_attention<E>({24, 2, 256, 32, 0}, *seqs, seed++);   // head_dim 256, G = 12: two chunks
+    check_paged_attention<E>({8, 8, 256, 16, 300}, *seqs, seed++);  // head_dim 256, window
   }
 }
 
 // Decodes of 9,001 visible keys at 160 splits (141 used: one per 64 keys): the merge of a
 // CTA whose rows' (m, l) fit its spare shared memory (group 2) and of one whose do not
 // (group 8, head_dim 64: the per-element merge).
-TEST(CudaAttention, MergesManySplits) {
+TYPED_TEST(CudaAttention, MergesManySplits) {
   REQUIRE_DEVICE();
+  using E = TypeParam;
   static const std::vector<Seq> kLongDecodes = {{9000, 1}, {100, 1}, {5000, 1}};
-  check_paged_attention({8, 4, 64, 16, 0}, kLongDecodes, 900, {160});
-  check_paged_attention({32, 4, 64, 16, 0}, kLongDecodes, 901, {160});
-  check_paged_attention({16, 2, 128, 16, 0}, kLongDecodes, 902, {160});
+  check_paged_attention<E>({8, 4, 64, 16, 0}, kLongDecodes, 900, {160});
+  check_paged_attention<E>({32, 4, 64, 16, 0}, kLongDecodes, 901, {160});
+  check_paged_attention<E>({16, 2, 128, 16, 0}, kLongDecodes, 902, {160});
 }
 
 // Long prefill runs through the tiled prefill kernel (and, without a plan, token by token).
-TEST(CudaAttention, PrefillTilesMatchCpuOverLongRuns) {
+TYPED_TEST(CudaAttention, PrefillTilesMatchCpuOverLongRuns) {
   REQUIRE_DEVICE();
+  using E = TypeParam;
   uint32_t seed = 500;
   for (int64_t head_dim : {64, 128}) {
-    for (int64_t ratio : {1, 4, 8}) check_paged_attention({4 * ratio, 4, head_dim, 16, 0}, kLong, seed++, {1});
-    check_paged_attention({9, 3, head_dim, 16, 0}, kLong, seed++, {1});  // G = 3: 42-token tiles
+    for (int64_t ratio : {1, 4, 8}) check_paged_attention<E>({4 * ratio, 4, head_dim, 16, 0}, kLong, seed++, {1});
+    check_paged_attention<E>({9, 3, head_dim, 16, 0}, kLong, seed++, {1});  // G = 3: 42-token tiles
   }
-  check_paged_attention({32, 8, 128, 16, 256}, kLong, seed++, {1});  // Llama-8B shape, window 256
-  check_paged_attention({8, 2, 64, 32, 100}, kLong, seed++, {1});    // window 100
-  check_paged_attention({16, 2, 128, 24, 37}, kLong, seed++, {1});   // window 37, block 24
-  check_paged_attention({40, 2, 128, 16, 0}, kLong, seed++, {1});    // G = 20: 6-token tiles
+  check_paged_attention<E>({32, 8, 128, 16, 256}, kLong, seed++, {1});  // Llama-8B shape, window 256
+  check_paged_attention<E>({8, 2, 64, 32, 100}, kLong, seed++, {1});    // window 100
+  check_paged_attention<E>({16, 2, 128, 24, 37}, kLong, seed++, {1});   // window 37, block 24
+  check_paged_attention<E>({40, 2, 128, 16, 0}, kLong, seed++, {1});    // G = 20: 6-token tiles
 }
 
 // A graph captured at one step's contexts, replayed after the metadata in the same device
 // buffers changed to other contexts: the kernel finds its key ranges on the device.
-TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
+TYPED_TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
   REQUIRE_DEVICE();
+  using E = TypeParam;
   std::mt19937 rng(99);
   const AttentionCase c{32, 8, 128, 16, 0};
   const std::vector<Seq> first = {{4, 1}, {299, 1}, {1999, 1}}, second = {{899, 1}, {16, 1}, {4099, 1}};
   const int64_t total_blocks = std::max(blocks_needed(first, c.block_size), blocks_needed(second, c.block_size));
   const int64_t T = 3, kv_dim = c.num_kv_heads * c.head_dim, q_size = T * c.num_heads * c.head_dim;
-  Bf16Data kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
-  Bf16Data q(q_size, rng);
-  DeviceBuffer<bf16> dkc(kc.h), dvc(vc.h), dq(q.h), dout(q_size);
+  ElemData<E> kc(total_blocks * c.block_size * kv_dim, rng), vc(total_blocks * c.block_size * kv_dim, rng);
+  ElemData<E> q(q_size, rng);
+  DeviceBuffer<E> dkc(kc.h), dvc(vc.h), dq(q.h), dout(q_size);
   DeviceBuffer<int32_t> dpos(T), dseq(T), dindptr(T + 1), dids(total_blocks);
   const int splits = cuda::attention_num_splits(T, c.num_kv_heads, num_sms(), kMaxContext);
   DeviceBuffer<char> ws(cuda::attention_workspace_bytes(T, c.num_heads, c.head_dim, splits));
@@ -285,10 +307,11 @@ TEST(CudaAttention, CapturedGraphFollowsNewContexts) {
                        cudaMemcpyHostToDevice));
     std::vector<float> want(q_size);
     cpu::paged_attention(q.f.data(), kc.f.data(), vc.f.data(), b, cs, want.data());
-    CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(bf16)));
+    CUDA_OK(cudaMemset(dout.p, 0xff, q_size * sizeof(E)));
     CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
-    expect_close(dout.download(), want, kRel, 2e-3f, "graph replay, splits " + std::to_string(splits));
+    expect_close(dout.download(), want, kRel, 2e-3f,
+                      elem_name<E>() + " graph replay, splits " + std::to_string(splits));
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -305,6 +328,7 @@ struct RopeCase {
   RopeLayout layout;
 };
 
+template <typename E>  // the element type (T is the step's token count here)
 void check_rope_attention(const RopeCase& rc, uint32_t seed) {
   const AttentionCase& c = rc.shape;
   std::mt19937 rng(seed);
@@ -324,14 +348,14 @@ void check_rope_attention(const RopeCase& rc, uint32_t seed) {
   ids.push_back(static_cast<int32_t>(total_blocks - 1));
   indptr.push_back(static_cast<int32_t>(ids.size()));
 
-  Bf16Data kc(total_blocks * bs * kv_dim, rng), vc(total_blocks * bs * kv_dim, rng);
-  Bf16Data qkv(T * heads * hd, rng), bias(heads * hd, rng, 0.5f), qn(hd, rng), kn(hd, rng);
+  ElemData<E> kc(total_blocks * bs * kv_dim, rng), vc(total_blocks * bs * kv_dim, rng);
+  ElemData<E> qkv(T * heads * hd, rng), bias(heads * hd, rng, 0.5f), qn(hd, rng), kn(hd, rng);
   for (int64_t t = real + 1; t < T; ++t) {  // the padding tokens' equal inputs
     std::copy_n(qkv.h.begin() + real * heads * hd, heads * hd, qkv.h.begin() + t * heads * hd);
   }
   poison_unseen(step, bs, kv_dim, kc);
   poison_unseen(step, bs, kv_dim, vc);
-  const bf16 nan = __float2bfloat16(std::numeric_limits<float>::quiet_NaN());
+  const E nan = from_float<E>(std::numeric_limits<float>::quiet_NaN());
   for (int64_t t = 0; t < T; ++t) {
     std::fill_n(kc.h.begin() + slots[t] * kv_dim, kv_dim, nan);
     std::fill_n(vc.h.begin() + slots[t] * kv_dim, kv_dim, nan);
@@ -339,14 +363,14 @@ void check_rope_attention(const RopeCase& rc, uint32_t seed) {
   std::vector<float> inv_freq(hd / 2);
   for (int64_t i = 0; i < hd / 2; ++i) inv_freq[i] = std::pow(500000.0f, -2.0f * static_cast<float>(i) / hd);
 
-  DeviceBuffer<bf16> dqkv(qkv.h), dbias(bias.h), dqn(qn.h), dkn(kn.h), dq(T * nh * hd), dout(T * nh * hd),
+  DeviceBuffer<E> dqkv(qkv.h), dbias(bias.h), dqn(qn.h), dkn(kn.h), dq(T * nh * hd), dout(T * nh * hd),
       dout_ref(T * nh * hd), dkc(kc.h.size()), dvc(vc.h.size()), dkc_ref(kc.h), dvc_ref(vc.h);
   DeviceBuffer<float> dfreq(inv_freq);
   DeviceBuffer<int32_t> dpos(positions), dseq(token_seq), dindptr(indptr), dids(ids);
   DeviceBuffer<int64_t> dslots(slots);
   const cuda::AttentionMetadata meta{dpos.p, dseq.p, dslots.p, dindptr.p, dids.p, T};
   const cuda::AttentionShape gs{nh, nkv, hd, bs, 1.0f / std::sqrt(static_cast<float>(hd)), c.sliding_window};
-  const cuda::QkvRope rope{rc.bias ? dbias.p : nullptr, rc.qk_norm ? dqn.p : nullptr, rc.qk_norm ? dkn.p : nullptr,
+  const cuda::QkvRope<E> rope{rc.bias ? dbias.p : nullptr, rc.qk_norm ? dqn.p : nullptr, rc.qk_norm ? dkn.p : nullptr,
                            1e-6f, dfreq.p, rc.layout};
   cuda::qkv_rope_cache(dqkv.p, rope.bias, rope.q_norm, rope.k_norm, rope.eps, dpos.p, dslots.p, T, nh, nkv, hd,
                        dfreq.p, rc.layout, dq.p, dkc_ref.p, dvc_ref.p, nullptr);
@@ -355,36 +379,36 @@ void check_rope_attention(const RopeCase& rc, uint32_t seed) {
   for (int s : splits) ws_bytes = std::max(ws_bytes, cuda::attention_workspace_bytes(T, nh, hd, s));
   DeviceBuffer<char> ws(std::max<size_t>(ws_bytes, 1));
   CUDA_OK(cudaMemset(ws.p, 0, ws.n));
-  const std::string name = std::string("rope in attention") + (rc.bias ? " bias" : "") +
+  const std::string name = elem_name<E>() + " rope in attention" + (rc.bias ? " bias" : "") +
                            (rc.qk_norm ? " qk_norm" : "") + (rc.layout == RopeLayout::kInterleaved ? " interleaved" : "");
-  DeviceBuffer<bf16> unused_q(T * nh * hd);  // rope_paged_attention's q_out (its two-op path only)
+  DeviceBuffer<E> unused_q(T * nh * hd);  // rope_paged_attention's q_out (its two-op path only)
   for (int s : splits) {
     const std::string what = describe(c, name, s);
-    CUDA_OK(cudaMemcpy(dkc.p, kc.h.data(), kc.h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(dvc.p, vc.h.data(), vc.h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dout.p, 0xff, dout.n * sizeof(bf16)));
+    CUDA_OK(cudaMemcpy(dkc.p, kc.h.data(), kc.h.size() * sizeof(E), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dvc.p, vc.h.data(), vc.h.size() * sizeof(E), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dout.p, 0xff, dout.n * sizeof(E)));
     cuda::paged_attention(dq.p, dkc_ref.p, dvc_ref.p, meta, gs, s, s > 1 ? ws.p : nullptr, dout_ref.p, nullptr);
     cuda::rope_paged_attention(dqkv.p, rope, meta, gs, s, s > 1 ? ws.p : nullptr, unused_q.p, dkc.p, dvc.p, dout.p,
                                nullptr);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<float> want;
-    for (bf16 x : dout_ref.download()) want.push_back(__bfloat162float(x));
+    for (E x : dout_ref.download()) want.push_back(to_float(x));
     expect_close(dout.download(), want, kRel, 1e-3f, what);
     // The caches as qkv_rope_cache left them (NaN where no token may look, in both).
-    const std::vector<bf16> k_got = dkc.download(), k_want = dkc_ref.download();
-    EXPECT_EQ(std::memcmp(dvc.download().data(), dvc_ref.download().data(), vc.h.size() * sizeof(bf16)), 0)
+    const std::vector<E> k_got = dkc.download(), k_want = dkc_ref.download();
+    EXPECT_EQ(std::memcmp(dvc.download().data(), dvc_ref.download().data(), vc.h.size() * sizeof(E)), 0)
         << "v cache, " << what;
     size_t bad = 0;
     for (size_t i = 0; i < k_got.size(); ++i) {
-      const float g = __bfloat162float(k_got[i]), w = __bfloat162float(k_want[i]);
+      const float g = to_float(k_got[i]), w = to_float(k_want[i]);
       if (std::isnan(w) ? !std::isnan(g) : !(std::fabs(g - w) <= kRel * std::fabs(w) + 1e-3f)) ++bad;
     }
     EXPECT_EQ(bad, 0u) << "k cache, " << what;
   }
 }
 
-TEST(CudaAttention, RopeInAttentionEqualsRopeThenAttention) {
+TYPED_TEST(CudaAttention, RopeInAttentionEqualsRopeThenAttention) {
   REQUIRE_DEVICE();
   uint32_t seed = 700;
   for (const RopeCase& rc : {RopeCase{{32, 8, 128, 16, 0}, false, false, RopeLayout::kHalf},  // Llama 3 8B
@@ -395,7 +419,7 @@ TEST(CudaAttention, RopeInAttentionEqualsRopeThenAttention) {
                              RopeCase{{40, 2, 128, 16, 0}, false, false, RopeLayout::kHalf},  // two head chunks
                              RopeCase{{8, 4, 256, 16, 300}, true, true, RopeLayout::kInterleaved},
                              RopeCase{{32, 8, 128, 24, 256}, false, false, RopeLayout::kHalf}}) {
-    check_rope_attention(rc, seed++);
+    check_rope_attention<TypeParam>(rc, seed++);
   }
 }
 

@@ -1,13 +1,14 @@
 // DeviceLinear (exec/cuda/device_linear.h), the one way the CUDA pass multiplies by a weight:
 // each of its products, GEMM and decode GEMV, against an fp32 CPU reference over the same
-// bf16 values, for every weight kind (one today). A new kind joins kKinds and must pass the
-// same products. Skips when no CUDA device is usable (CI compiles it).
+// 16-bit values, for every weight kind (dense bf16 and f16, each with activations of its
+// type). A new kind joins the typed list and must pass the same products. Skips when no CUDA device is usable (CI compiles it).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/matmul.h"
@@ -19,19 +20,8 @@ namespace {
 
 using cuda::DeviceLinear;
 using cuda::LinearKind;
-using cuda_test::Bf16Data;
 using cuda_test::DeviceBuffer;
-
-constexpr LinearKind kKinds[] = {LinearKind::kBf16};
-
-// A kind's weight on the device for the bf16 values w [out, in].
-DeviceLinear make_linear(LinearKind kind, const DeviceBuffer<__nv_bfloat16>& w, int64_t out, int64_t in) {
-  switch (kind) {
-    case LinearKind::kBf16:
-      return DeviceLinear::dense_bf16(w.p, out, in);
-  }
-  return DeviceLinear();
-}
+using cuda_test::ElemData;
 
 // y [n, out] = x [n, in] . w^T in fp32 (double sums).
 std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, int64_t n, int64_t in,
@@ -52,35 +42,48 @@ float silu(float v) { return v / (1.0f + std::exp(-v)); }
 // Sums of `in` products of unit-scale values: their rounding noise grows with sqrt(in).
 constexpr float kAbs = 0.05f;
 
-TEST(DeviceLinear, EveryProductOfEveryKindMatchesTheCpu) {
+template <typename T>
+class DeviceLinearOfEachKind : public ::testing::Test {};
+TYPED_TEST_SUITE(DeviceLinearOfEachKind, cuda_test::ElemTypes, cuda_test::ElemTypeNames);
+
+TYPED_TEST(DeviceLinearOfEachKind, EveryProductMatchesTheCpu) {
+  using T = TypeParam;
   REQUIRE_DEVICE();
   const int64_t in = 256, out = 384;
   std::mt19937 rng(7);
-  Bf16Data w(static_cast<size_t>(out * in), rng, 1.0f / std::sqrt(static_cast<float>(in)));
-  DeviceBuffer<__nv_bfloat16> dw(w.h);
+  ElemData<T> w(static_cast<size_t>(out * in), rng, 1.0f / std::sqrt(static_cast<float>(in)));
+  DeviceBuffer<T> dw(w.h);
   cuda::Gemm gemm;
-  for (LinearKind kind : kKinds) {
-    const DeviceLinear lin = make_linear(kind, dw, out, in);
+  {
+    const DeviceLinear lin = DeviceLinear::dense(dw.p, out, in);
+    const LinearKind want = std::is_same_v<T, cuda::f16> ? LinearKind::kF16 : LinearKind::kBf16;
+    EXPECT_EQ(lin.kind(), want);
+    // Activations of the other element type: refused with the kinds named, nothing queued.
+    using Other = std::conditional_t<std::is_same_v<T, cuda::f16>, cuda::bf16, cuda::f16>;
+    DeviceBuffer<Other> ox(static_cast<size_t>(in)), oy(static_cast<size_t>(out));
+    EXPECT_NE(lin.matmul(gemm, ox.p, 1, oy.p, nullptr).find("no kernel"), std::string::npos);
+    EXPECT_NE(lin.gemv(cuda::GemvInput<Other>{ox.p}, 1, oy.p, nullptr, cuda::GemvOptions{}).find("no kernel"),
+              std::string::npos);
     ASSERT_EQ(lin.out_features(), out);
     ASSERT_EQ(lin.in_features(), in);
     for (int64_t n : {1, 3, 16, 40}) {
       SCOPED_TRACE("n = " + std::to_string(n));
-      Bf16Data x(static_cast<size_t>(n * in), rng);
-      Bf16Data residual(static_cast<size_t>(n * out), rng);
-      DeviceBuffer<__nv_bfloat16> dx(x.h);
+      ElemData<T> x(static_cast<size_t>(n * in), rng);
+      ElemData<T> residual(static_cast<size_t>(n * out), rng);
+      DeviceBuffer<T> dx(x.h);
       const std::vector<float> ref = reference(x.f, w.f, n, in, out);
       std::vector<float> ref_add(ref);
       for (size_t i = 0; i < ref_add.size(); ++i) ref_add[i] += residual.f[i];
 
-      DeviceBuffer<__nv_bfloat16> y(static_cast<size_t>(n * out));
+      DeviceBuffer<T> y(static_cast<size_t>(n * out));
       ASSERT_EQ(lin.matmul(gemm, dx.p, n, y.p, nullptr), "");
       DeviceBuffer<float> yf(static_cast<size_t>(n * out));
       ASSERT_EQ(lin.matmul_f32(gemm, dx.p, n, yf.p, nullptr), "");
-      DeviceBuffer<__nv_bfloat16> ya(residual.h);
+      DeviceBuffer<T> ya(residual.h);
       ASSERT_EQ(lin.matmul_add(gemm, dx.p, n, ya.p, nullptr), "");
       CUDA_OK(cudaDeviceSynchronize());
-      cuda_test::expect_close(y.download(), ref, cuda_test::kRel, kAbs, "matmul");
-      cuda_test::expect_close(ya.download(), ref_add, cuda_test::kRel, kAbs, "matmul_add");
+      cuda_test::expect_close(y.download(), ref, cuda_test::rel_bound<T>(), kAbs, "matmul");
+      cuda_test::expect_close(ya.download(), ref_add, cuda_test::rel_bound<T>(), kAbs, "matmul_add");
       const std::vector<float> got_f = yf.download();
       for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got_f[i], ref[i], 1e-3f + 1e-3f * std::fabs(ref[i])) << i;
 
@@ -89,18 +92,18 @@ TEST(DeviceLinear, EveryProductOfEveryKindMatchesTheCpu) {
         continue;
       }
       const cuda::GemvOptions opt{};
-      DeviceBuffer<__nv_bfloat16> g(static_cast<size_t>(n * out));
+      DeviceBuffer<T> g(static_cast<size_t>(n * out));
       ASSERT_EQ(lin.gemv({dx.p}, n, g.p, nullptr, opt), "");
       DeviceBuffer<float> gf(static_cast<size_t>(n * out));
-      ASSERT_EQ(lin.gemv_f32({dx.p}, n, gf.p, nullptr, opt), "");
-      DeviceBuffer<__nv_bfloat16> ga(residual.h);
+      ASSERT_EQ(lin.gemv_f32(cuda::GemvInput<T>{dx.p}, n, gf.p, nullptr, opt), "");
+      DeviceBuffer<T> ga(residual.h);
       ASSERT_EQ(lin.gemv_add({dx.p}, n, ga.p, nullptr, opt), "");
       // As a fused gate/up weight: gate = rows [0, out/2), up = rows [out/2, out).
-      DeviceBuffer<__nv_bfloat16> gs(static_cast<size_t>(n * out / 2));
+      DeviceBuffer<T> gs(static_cast<size_t>(n * out / 2));
       ASSERT_EQ(lin.gemv_silu_mul({dx.p}, n, gs.p, nullptr, opt), "");
       CUDA_OK(cudaDeviceSynchronize());
-      cuda_test::expect_close(g.download(), ref, cuda_test::kRel, kAbs, "gemv");
-      cuda_test::expect_close(ga.download(), ref_add, cuda_test::kRel, kAbs, "gemv_add");
+      cuda_test::expect_close(g.download(), ref, cuda_test::rel_bound<T>(), kAbs, "gemv");
+      cuda_test::expect_close(ga.download(), ref_add, cuda_test::rel_bound<T>(), kAbs, "gemv_add");
       const std::vector<float> got_gf = gf.download();
       for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got_gf[i], ref[i], 1e-3f + 1e-3f * std::fabs(ref[i])) << i;
       std::vector<float> ref_silu(static_cast<size_t>(n * out / 2));
@@ -109,7 +112,7 @@ TEST(DeviceLinear, EveryProductOfEveryKindMatchesTheCpu) {
           ref_silu[t * out / 2 + j] = silu(ref[t * out + j]) * ref[t * out + out / 2 + j];
         }
       }
-      cuda_test::expect_close(gs.download(), ref_silu, 2 * cuda_test::kRel, kAbs, "gemv_silu_mul");
+      cuda_test::expect_close(gs.download(), ref_silu, 2 * cuda_test::rel_bound<T>(), kAbs, "gemv_silu_mul");
     }
   }
 }

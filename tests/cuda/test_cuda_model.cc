@@ -5,7 +5,8 @@
 // model made on the GPU machine by scripts/gpu-check.sh). All prompts of a golden run as one
 // batch. Where a token differs from HF's, each side's token must be in the other's top-5,
 // after which the case stops (vLLM's check_logprobs_close); the logprobs of agreeing tokens
-// are reported, bounded loosely since the engine runs bf16 activations.
+// are reported, bounded loosely since the engine runs 16-bit activations (bf16 and f16, each
+// golden in both).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -60,15 +61,13 @@ bool in_top5(const std::vector<std::pair<double, int32_t>>& sorted, int32_t id) 
 
 class CudaHfReference : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  std::ifstream in(GetParam());
-  const auto golden = nlohmann::json::parse(in);
-  const std::string path = testing::golden_model_path(golden["source"]);
-  if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
+// One golden at one compute dtype (EngineArgs::dtype).
+void check_against_golden(const nlohmann::json& golden, const std::string& path, const std::string& dtype) {
+  SCOPED_TRACE("dtype " + dtype);
   EngineArgs args;
   args.model = path;
   args.device = "cuda";
+  args.dtype = dtype;
   args.disable_progress_bar = true;
   args.disable_log_stats = true;
   args.gpu_memory_utilization = 0.5;
@@ -147,11 +146,22 @@ TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
       break;
     }
   }
-  std::printf("[ %s on CUDA ] %d positions compared, %d of %zu cases diverged, max |logprob diff| %.4f "
+  std::printf("[ %s on CUDA, %s ] %d positions compared, %d of %zu cases diverged, max |logprob diff| %.4f "
               "(device vs host logprobs: %.2e)\n",
-              golden["model"].get<std::string>().c_str(), compared, diverged, prompts.size(), max_diff, max_device_host);
+              golden["model"].get<std::string>().c_str(), dtype.c_str(), compared, diverged, prompts.size(), max_diff, max_device_host);
   EXPECT_GT(compared, 0);
-  EXPECT_LT(max_diff, 0.5) << "bf16 activations should stay within 0.5 nats of transformers";
+  EXPECT_LT(max_diff, 0.5) << "16-bit activations should stay within 0.5 nats of transformers";
+}
+
+// Every golden in bfloat16 and float16 (vLLM's --dtype half): the same kernels, templated on
+// the element type, held to the same criterion against transformers.
+TEST_P(CudaHfReference, GreedyTokensMatchTransformers) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  std::ifstream in(GetParam());
+  const auto golden = nlohmann::json::parse(in);
+  const std::string path = testing::golden_model_path(golden["source"]);
+  if (!testing::exists(path)) GTEST_SKIP() << "model not available: " << path;
+  for (const char* dtype : {"bfloat16", "float16"}) check_against_golden(golden, path, dtype);
 }
 
 // The tiny Llama-3 model on the device, quiet, without prefix caching (so that the runs a

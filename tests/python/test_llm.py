@@ -150,6 +150,26 @@ def test_bad_sampling_params_raise_value_error():
     SamplingParams(best_of=None, detokenize=True)  # vLLM's defaults are accepted
 
 
+def test_dtype_half_equals_the_cli_with_dtype_half(model_path, tessera_bin, tmp_path):
+    # float16 weights (the checkpoint's float tensors converted at load) and a float16 KV cache.
+    half = LLM(model=model_path, device="cpu", dtype="half", max_model_len=1024, max_num_seqs=4)
+    outs = half.generate(PROMPTS, SamplingParams(temperature=0.0, max_tokens=16))
+    prompts_file = tmp_path / "prompts.jsonl"
+    prompts_file.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
+    cli = subprocess.run([tessera_bin, "generate", "--model", model_path, "--device", "cpu", "--dtype", "float16",
+                          "--temperature", "0", "--max-tokens", "16", "--max-model-len", "1024", "--prompts-file",
+                          str(prompts_file), "--json"], capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    lines = [json.loads(line) for line in cli.stdout.splitlines() if line.strip()]
+    assert [o.outputs[0].token_ids for o in outs] == [ref["outputs"][0]["token_ids"] for ref in lines]
+    assert all(len(o.outputs[0].token_ids) == 16 for o in outs)
+
+
+def test_bad_dtype_is_refused(model_path):
+    with pytest.raises(ValueError, match="dtype"):
+        LLM(model=model_path, device="cpu", dtype="float8")
+
+
 def test_engine_arguments_not_honoured_yet_name_themselves(model_path):
     with pytest.raises(ValueError, match="tensor_parallel_size"):
         LLM(model=model_path, device="cpu", tensor_parallel_size=2)

@@ -254,8 +254,8 @@ def main():
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="torch device: cpu or cuda (large models)")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
-                    help="weights and activations (bfloat16 for the Llama-8B shape on the GPU machine)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="weights and activations (float16: the reference of the engine's dtype half)")
     ap.add_argument("--random-vocab", type=int, default=TINY_TOKENIZER_SIZE,
                     help="--random-prompts draw ids in [3, this)")
     ap.add_argument("--calibrate-dtype", choices=["float32", "bfloat16", "float16"],

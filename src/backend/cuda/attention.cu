@@ -1,5 +1,6 @@
 // Paged attention for prefill chunks, chunked-prefill continuations and decodes in one batch,
-// on tensor cores (mma.sync bf16 -> fp32; sm_80 and later, tuned for the H200).
+// on tensor cores (mma.sync on 16-bit T, bf16 or fp16 -> fp32; sm_80 and later, tuned for the
+// H200). Every kernel is a template over T (elem.cuh); the public ops are instantiated for both.
 //
 // Token t at position pos sees keys [first, pos] of its sequence (first = pos - window + 1
 // under a sliding window, else 0; this step's K/V are already in the cache). Per query head,
@@ -23,8 +24,8 @@
 //     loads K row (key g) at dims 32u + 8c .. +8, which is the B fragment of two k16 chunks
 //     when the dims are renumbered (the same renumbering for Q, so the dot products hold).
 //   O^T += V^T [16 dims x 16 keys] . P^T [16 keys x 8 heads]: P^T's B fragment is the score
-//     tile's C fragment as it stands, as a bf16 pair plus the bf16 pair of its rounding
-//     error (two mmas: P to 2^-17, not bf16's 2^-9); lane (g, c) loads V rows of keys 2c,
+//     tile's C fragment as it stands, as a T pair plus the T pair of its rounding error (two
+//     mmas: P to 2^-17 in bf16, not 2^-9; see split_p); lane (g, c) loads V rows of keys 2c,
 //     2c+1, 2c+8, 2c+9 at dims 64w + 8g .. +8 and pairs two keys' values with prmt, so dim
 //     tile 4w + q holds dims 64w + 8g + 2q (row g) and + 1 (row g + 8). No head rows idle.
 // With head_dim 256 a step is 8 keys and O^T uses the k8 mma.
@@ -32,13 +33,12 @@
 // With a prefill plan (plan_attention, attention_prefill.cu) the runs of prefill tokens go to
 // the tiled prefill kernel first, and this kernel takes the plan's other tokens: the CTA's
 // token index picks one from the plan's list; without a plan it is the token.
-#include <cuda_bf16.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/elem.cuh"
 #include "backend/cuda/fused_ops.h"
 #include "backend/cuda/pdl.h"
 #include "backend/cuda/rope_device.cuh"
@@ -51,10 +51,11 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
 
+template <typename T>
 struct Params {
-  const bf16* q;
-  const bf16* k_cache;
-  const bf16* v_cache;
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
   const int32_t* positions;
   const int32_t* token_seq;
   const int32_t* indptr;
@@ -66,7 +67,7 @@ struct Params {
   int num_splits;
   int min_split_keys;  // a token takes at most one split per this many visible keys
   float scale_log2;  // scale * log2(e)
-  bf16* out;         // num_splits == 1
+  T* out;            // num_splits == 1
   float* part_acc;   // [num_tokens, num_heads, num_splits, head_dim], num_splits > 1
   float* part_m;     // [num_tokens, num_heads, num_splits]
   float* part_l;     // [num_tokens, num_heads, num_splits]
@@ -74,30 +75,17 @@ struct Params {
   bool heads_fastest;  // grid (KV heads x head chunks, tokens, splits): a token's KV heads side by side
   // RoPE in the prologue (rope_paged_attention; q unused): the q/k/v projections
   // [tokens, (num_heads + 2 num_kv_heads) * D] with qkv_rope_cache's bias, norms and angles.
-  const bf16* qkv;
-  const bf16* qkv_bias;
-  const bf16* q_norm;
-  const bf16* k_norm;
+  const T* qkv;
+  const T* qkv_bias;
+  const T* q_norm;
+  const T* k_norm;
   const float* inv_freq;
   const int64_t* slot_mapping;
-  bf16* k_cache_out;  // the caches, written by the CTA whose keys end at its token
-  bf16* v_cache_out;
+  T* k_cache_out;  // the caches, written by the CTA whose keys end at its token
+  T* v_cache_out;
   float eps;
   bool interleaved;
 };
-
-__device__ __forceinline__ void mma_k16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                        uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(b0));
-}
 
 __device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
   float y;
@@ -105,21 +93,23 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
   return y;
 }
 
-// Bytes {a.lo, b.lo} (sel 0x5410) or {a.hi, b.hi} (sel 0x7632) as one bf16 pair.
+// Halves {a.lo, b.lo} (sel 0x5410) or {a.hi, b.hi} (sel 0x7632) as one pair of 16-bit elements.
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
   uint32_t r;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
   return r;
 }
 
-// (lo, hi) as two bf16 pairs, big + small, that sum to it within 2^-17 relative (one bf16
-// pair alone would round p by up to 2^-9; the second mma costs little next to the loads).
-struct Bf16Split {
+// (lo, hi) as two T pairs, big + small, that sum to it within 2^-17 relative for bf16 (one
+// bf16 pair alone would round p by up to 2^-9), 2^-23 for fp16 (alone: 2^-12; p below 2^-2
+// meets fp16's subnormals, 2^-25 absolute); the second mma costs little next to the loads.
+struct PSplit {
   uint32_t big, small;
 };
-__device__ __forceinline__ Bf16Split split_bf16(float lo, float hi) {
-  const __nv_bfloat162 big = __floats2bfloat162_rn(lo, hi);
-  const __nv_bfloat162 small = __floats2bfloat162_rn(lo - __low2float(big), hi - __high2float(big));
+template <typename T>
+__device__ __forceinline__ PSplit split_p(float lo, float hi) {
+  const elem_x2<T> big = from_f32x2<T>(lo, hi);
+  const elem_x2<T> small = from_f32x2<T>(lo - __low2float(big), hi - __high2float(big));
   return {*reinterpret_cast<const uint32_t*>(&big), *reinterpret_cast<const uint32_t*>(&small)};
 }
 
@@ -134,8 +124,8 @@ __device__ __forceinline__ uint64_t l2_evict_first() {
   return policy;
 }
 
-template <bool kCoherent = false>
-__device__ __forceinline__ void load16(bool valid, const bf16* p, uint64_t policy, uint32_t (&r)[4]) {
+template <bool kCoherent = false, typename T>
+__device__ __forceinline__ void load16(bool valid, const T* p, uint64_t policy, uint32_t (&r)[4]) {
   if constexpr (kCoherent) {
     asm("{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n"
         " mov.b32 %3, 0;\n @q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%5], %6;\n}"
@@ -150,7 +140,8 @@ __device__ __forceinline__ void load16(bool valid, const bf16* p, uint64_t polic
 }
 
 // 16 bytes of q at p, or zeros.
-__device__ __forceinline__ void load_q16(bool valid, const bf16* p, uint32_t (&r)[4]) {
+template <typename T>
+__device__ __forceinline__ void load_q16(bool valid, const T* p, uint32_t (&r)[4]) {
   const uint4 v = valid ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
 }
@@ -161,16 +152,16 @@ __device__ __forceinline__ void load_q16(bool valid, const bf16* p, uint32_t (&r
 // the token's key of KV head kvh and writes it and the value into the caches, for its own
 // loads after the __syncthreads that follows (coherent loads) and for later steps.
 // scratch: D floats of shared memory for the angles' cos and sin.
-template <int D, int R>
-__device__ __forceinline__ void rope_prologue(const Params& p, int t, int kvh, int h0, int nh, int pos, bool writer,
-                                              bf16* q_s, int q_pitch, float* scratch) {
+template <typename T, int D, int R>
+__device__ __forceinline__ void rope_prologue(const Params<T>& p, int t, int kvh, int h0, int nh, int pos,
+                                              bool writer, T* q_s, int q_pitch, float* scratch) {
   using namespace rope_detail;
   constexpr int kLanes = D / 16;            // lanes per head
   constexpr int kTasks = (R + 2) * kLanes;  // q rows, then K and V (hi = R, R + 1)
   float* cos_s = scratch;
   float* sin_s = scratch + D / 2;
   const int heads = p.num_heads + 2 * p.num_kv_heads;
-  const bf16* row = p.qkv + int64_t{t} * heads * D;
+  const T* row = p.qkv + int64_t{t} * heads * D;
   const int64_t kv_at = p.slot_mapping[t] * p.num_kv_heads * D + int64_t{kvh} * D;
   auto live = [&](int hi) { return hi < R ? hi < nh : hi < R + 2 && writer; };
   auto load = [&](int task, float (&x)[16]) {
@@ -197,10 +188,10 @@ __device__ __forceinline__ void rope_prologue(const Params& p, int t, int kvh, i
       head_rms_norm(x, live(hi) && hi != R + 1, hi < R ? p.q_norm : p.k_norm, p.eps, D, kLanes, s);
     }
     if (hi < R) {  // zeros past nh
-      if (live(hi)) rotate_slice(x, j, p.interleaved, cos_s, sin_s);
+      if (live(hi)) rotate_slice<T>(x, j, p.interleaved, cos_s, sin_s);
       store_slice(q_s + hi * q_pitch, s, x);
     } else if (live(hi)) {
-      if (hi == R) rotate_slice(x, j, p.interleaved, cos_s, sin_s);
+      if (hi == R) rotate_slice<T>(x, j, p.interleaved, cos_s, sin_s);
       store_slice((hi == R ? p.k_cache_out : p.v_cache_out) + kv_at, s, x);
     }
   }
@@ -213,8 +204,8 @@ __device__ __forceinline__ void rope_prologue(const Params& p, int t, int kvh, i
 // (m, l) of its rows fit there, they are read in one parallel pass, each split's weight
 // 2^(m - M) computed once, and the acc loads of a row go out eight splits at a time: the
 // merge sits on the step's critical path, so its L2 round trips are what it costs.
-template <int D>
-__device__ void merge_if_last(const Params& p, int64_t cta, int64_t row0, int nh, int splits, float* scratch,
+template <typename T, int D>
+__device__ void merge_if_last(const Params<T>& p, int64_t cta, int64_t row0, int nh, int splits, float* scratch,
                               int capacity) {
   __shared__ bool last;
   __threadfence();  // this thread's partials are visible before the count moves
@@ -228,11 +219,9 @@ __device__ void merge_if_last(const Params& p, int64_t cta, int64_t row0, int nh
   if (!last) return;
   __threadfence();  // and the other CTAs' partials are visible here (read through L2: __ldcg)
   auto store = [&](int64_t row, int d, float4 sum, float inv) {
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x * inv, sum.y * inv);
-    const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z * inv, sum.w * inv);
     uint2 v;
-    v.x = *reinterpret_cast<const uint32_t*>(&lo);
-    v.y = *reinterpret_cast<const uint32_t*>(&hi);
+    v.x = pack_f32x2<T>(sum.x * inv, sum.y * inv);
+    v.y = pack_f32x2<T>(sum.z * inv, sum.w * inv);
     *reinterpret_cast<uint2*>(p.out + row * D + d) = v;
   };
   if (nh * (2 * splits + 1) <= capacity) {
@@ -309,19 +298,19 @@ __device__ void merge_if_last(const Params& p, int64_t cta, int64_t row0, int nh
 
 // head_dim; query-head rows per CTA (8, or 16 for groups of 9..16). Registers capped for
 // 3 CTAs (12 warps) per SM, 2 with 16 rows or head_dim 256.
-template <int D, int R, bool kRope>
-__global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attention_kernel(const Params p) {
+template <typename T, int D, int R, bool kRope>
+__global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attention_kernel(const Params<T> p) {
   constexpr int NT = 256 / D;   // 8-key tiles per warp step
   constexpr int KSTEP = 8 * NT;  // keys per warp step
   constexpr int NU = D / 32;     // 16-byte pieces of a K row per lane
   constexpr int NV = D / 64;     // 16-byte pieces of a V row per lane
   constexpr int NM = D / 16;     // 16-dim tiles of O^T
   constexpr int NH = R / 8;      // 8-head tiles of O^T
-  constexpr int QP = D + 32;     // padded q row (bf16): conflict-free 16-byte reads
+  constexpr int QP = D + 32;     // padded q row (T): conflict-free 16-byte reads
   constexpr int OP = D + 2;      // padded o row (fp32): at most 2-way conflicts on 8-byte writes
   static_assert(D == 64 || D == 128 || D == 256, "head_dim");
   static_assert(R == 8 || (R == 16 && D <= 128), "rows");
-  __shared__ __align__(16) bf16 q_s[R][QP];
+  __shared__ __align__(16) T q_s[R][QP];
   __shared__ __align__(16) float o_s[kWarps][R][OP];
   __shared__ float m_s[kWarps][R], l_s[kWarps][R];
 
@@ -349,11 +338,11 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       p.part_m[(row0 + r) * p.num_splits + split] = -INFINITY;
       p.part_l[(row0 + r) * p.num_splits + split] = 0.0f;
     }
-    merge_if_last<D>(p, cta, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
+    merge_if_last<T, D>(p, cta, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
     return;
   }
   if constexpr (kRope) {
-    rope_prologue<D, R>(p, t, kvh, h0, nh, pos, kbegin <= pos && pos < kend, &q_s[0][0], QP, &o_s[0][0][0]);
+    rope_prologue<T, D, R>(p, t, kvh, h0, nh, pos, kbegin <= pos && pos < kend, &q_s[0][0], QP, &o_s[0][0][0]);
   } else {
     for (int i = threadIdx.x; i < R * (D / 8); i += kThreads) {
       const int r = i / (D / 8), c = i % (D / 8);
@@ -367,8 +356,8 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int32_t* blocks = p.block_ids + p.indptr[p.token_seq[t]];
   const int64_t row_stride = int64_t{p.num_kv_heads} * D;
-  const bf16* kbase = p.k_cache + kvh * D + 8 * c;
-  const bf16* vbase = p.v_cache + kvh * D + 8 * g;
+  const T* kbase = p.k_cache + kvh * D + 8 * c;
+  const T* vbase = p.v_cache + kvh * D + 8 * g;
   auto slot_of = [&](int key) -> int64_t {  // -1 past the range
     if (key >= kend) return -1;
     const int b = p.block_shift >= 0 ? key >> p.block_shift : key / p.block_size;
@@ -414,8 +403,8 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
         const uint4 qa = *reinterpret_cast<const uint4*>(&q_s[g][32 * u + 8 * c]);
         uint4 qb = make_uint4(0, 0, 0, 0);
         if constexpr (R == 16) qb = *reinterpret_cast<const uint4*>(&q_s[g + 8][32 * u + 8 * c]);
-        mma_k16(s[i], qa.x, qb.x, qa.y, qb.y, kr[i][u][0], kr[i][u][1]);
-        mma_k16(s2[i], qa.z, qb.z, qa.w, qb.w, kr[i][u][2], kr[i][u][3]);
+        mma_m16n8k16<T>(s[i], qa.x, qb.x, qa.y, qb.y, kr[i][u][0], kr[i][u][1]);
+        mma_m16n8k16<T>(s2[i], qa.z, qb.z, qa.w, qb.w, kr[i][u][2], kr[i][u][3]);
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[i][e] += s2[i][e];
@@ -444,16 +433,16 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
       mn_hi = fmaxf(m_hi, mx_hi), a_hi = exp2_approx(m_hi - mn_hi);
       m_hi = mn_hi;
     }
-    Bf16Split pb[NT][NH];  // P^T as bf16 pairs (keys 8i + 2c, +1) of heads g (nt 0) and g + 8 (nt 1)
+    PSplit pb[NT][NH];  // P^T as T pairs (keys 8i + 2c, +1) of heads g (nt 0) and g + 8 (nt 1)
     float sum_lo = 0.0f, sum_hi = 0.0f;
 #pragma unroll
     for (int i = 0; i < NT; ++i) {
       const float p0 = exp2_approx(s[i][0] - mn_lo), p1 = exp2_approx(s[i][1] - mn_lo);
-      pb[i][0] = split_bf16(p0, p1);
+      pb[i][0] = split_p<T>(p0, p1);
       sum_lo += p0 + p1;
       if constexpr (R == 16) {
         const float p2 = exp2_approx(s[i][2] - mn_hi), p3 = exp2_approx(s[i][3] - mn_hi);
-        pb[i][1] = split_bf16(p2, p3);
+        pb[i][1] = split_p<T>(p2, p3);
         sum_hi += p2 + p3;
       }
     }
@@ -477,8 +466,8 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
         const uint32_t a0 = prmt(vr[0][w][q], vr[1][w][q], 0x5410), a1 = prmt(vr[0][w][q], vr[1][w][q], 0x7632);
 #pragma unroll
         for (int nt = 0; nt < NH; ++nt) {
-          mma_k8(acc[mt][nt], a0, a1, pb[0][nt].big);
-          mma_k8(acc[mt][nt], a0, a1, pb[0][nt].small);
+          mma_m16n8k8<T>(acc[mt][nt], a0, a1, pb[0][nt].big);
+          mma_m16n8k8<T>(acc[mt][nt], a0, a1, pb[0][nt].small);
         }
       } else {
 #pragma unroll
@@ -489,8 +478,8 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
           const uint32_t a3 = prmt(vr[4 * k + 2][w][q], vr[4 * k + 3][w][q], 0x7632);
 #pragma unroll
           for (int nt = 0; nt < NH; ++nt) {
-            mma_k16(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].big, pb[2 * k + 1][nt].big);
-            mma_k16(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].small, pb[2 * k + 1][nt].small);
+            mma_m16n8k16<T>(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].big, pb[2 * k + 1][nt].big);
+            mma_m16n8k16<T>(acc[mt][nt], a0, a1, a2, a3, pb[2 * k][nt].small, pb[2 * k + 1][nt].small);
           }
         }
       }
@@ -533,19 +522,20 @@ __global__ void __launch_bounds__(kThreads, R == 16 || D == 256 ? 2 : 3) attenti
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) l += l_s[w][r] * exp2_approx(m_s[w][r] - m), o += o_s[w][r][d];
     if (splits == 1) {
-      p.out[(row0 + r) * D + d] = __float2bfloat16(o / l);
+      p.out[(row0 + r) * D + d] = from_f32<T>(o / l);
     } else {
       const int64_t part = (row0 + r) * p.num_splits + split;
       p.part_acc[part * D + d] = o;
       if (d == 0) p.part_m[part] = m, p.part_l[part] = l;
     }
   }
-  if (splits > 1) merge_if_last<D>(p, cta, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
+  if (splits > 1) merge_if_last<T, D>(p, cta, row0, nh, splits, &o_s[0][0][0], kWarps * R * OP);
 }
 
-__global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v,
-                                      const int64_t* __restrict__ slot_mapping, int64_t kv_dim, bf16* k_cache,
-                                      bf16* v_cache) {
+template <typename T>
+__global__ void write_kv_cache_kernel(const T* __restrict__ k, const T* __restrict__ v,
+                                      const int64_t* __restrict__ slot_mapping, int64_t kv_dim, T* k_cache,
+                                      T* v_cache) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   for (int64_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
@@ -554,19 +544,20 @@ __global__ void write_kv_cache_kernel(const bf16* __restrict__ k, const bf16* __
   }
 }
 
-template <int D, int R>
-void launch(const Params& p, dim3 grid, cudaStream_t stream) {
+template <typename T, int D, int R>
+void launch(const Params<T>& p, dim3 grid, cudaStream_t stream) {
   if (p.qkv != nullptr) {
-    launch_pdl(attention_kernel<D, R, true>, grid, dim3(kThreads), 0, stream, true, p);
+    launch_pdl(attention_kernel<T, D, R, true>, grid, dim3(kThreads), 0, stream, true, p);
   } else {
-    launch_pdl(attention_kernel<D, R, false>, grid, dim3(kThreads), 0, stream, true, p);
+    launch_pdl(attention_kernel<T, D, R, false>, grid, dim3(kThreads), 0, stream, true, p);
   }
 }
 
 // The split-KV kernel over the tokens that are not in the plan's prefill tiles (all of them
 // without a plan); p's RoPE fields are set by the caller or null.
-void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
+template <typename T>
+void launch_split_kv(Params<T> p, const T* q, const T* k_cache, const T* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, int num_splits, void* workspace, T* out, cudaStream_t stream) {
   const int64_t n = meta.num_tokens, d = shape.head_dim;
   const bool tiled = meta.plan != nullptr && meta.plan_prefill_tiles > 0;
   const int64_t ctas_x = tiled ? meta.plan_decode_tokens : n;
@@ -604,11 +595,11 @@ void launch_split_kv(Params p, const bf16* q, const bf16* k_cache, const bf16* v
                         ? dim3(static_cast<unsigned>(heads_y), static_cast<unsigned>(ctas_x), num_splits)
                         : dim3(static_cast<unsigned>(ctas_x), static_cast<unsigned>(heads_y), num_splits);
   if (d == 64) {
-    rows == 16 ? launch<64, 16>(p, grid, stream) : launch<64, 8>(p, grid, stream);
+    rows == 16 ? launch<T, 64, 16>(p, grid, stream) : launch<T, 64, 8>(p, grid, stream);
   } else if (d == 128) {
-    rows == 16 ? launch<128, 16>(p, grid, stream) : launch<128, 8>(p, grid, stream);
+    rows == 16 ? launch<T, 128, 16>(p, grid, stream) : launch<T, 128, 8>(p, grid, stream);
   } else {
-    launch<256, 8>(p, grid, stream);
+    launch<T, 256, 8>(p, grid, stream);
   }
 }
 
@@ -630,15 +621,17 @@ bool split_kv_shape(const AttentionMetadata& meta, const AttentionShape& shape, 
 
 }  // namespace
 
-void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta, int64_t kv_dim, bf16* k_cache,
-                    bf16* v_cache, cudaStream_t stream) {
+template <typename T>
+void write_kv_cache(const T* k, const T* v, const AttentionMetadata& meta, int64_t kv_dim, T* k_cache, T* v_cache,
+                    cudaStream_t stream) {
   if (meta.num_tokens == 0) return;
-  write_kv_cache_kernel<<<static_cast<unsigned>(meta.num_tokens), 128, 0, stream>>>(k, v, meta.slot_mapping, kv_dim,
+  write_kv_cache_kernel<T><<<static_cast<unsigned>(meta.num_tokens), 128, 0, stream>>>(k, v, meta.slot_mapping, kv_dim,
                                                                                     k_cache, v_cache);
 }
 
-void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream) {
+template <typename T>
+void paged_attention(const T* q, const T* k_cache, const T* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, int num_splits, void* workspace, T* out, cudaStream_t stream) {
   if (meta.num_tokens == 0) return;
   if (!split_kv_shape(meta, shape, num_splits, workspace)) {
     paged_attention_any_head_dim(q, k_cache, v_cache, meta, shape, out, stream);
@@ -648,12 +641,13 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   if (meta.plan != nullptr && meta.plan_prefill_tiles > 0) {
     detail::attention_prefill(q, k_cache, v_cache, meta, shape, out, stream);
   }
-  launch_split_kv(Params{}, q, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
+  launch_split_kv(Params<T>{}, q, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
 }
 
-void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionMetadata& meta,
-                          const AttentionShape& shape, int num_splits, void* workspace, bf16* q_out, bf16* k_cache,
-                          bf16* v_cache, bf16* out, cudaStream_t stream) {
+template <typename T>
+void rope_paged_attention(const T* qkv, const QkvRope<T>& rope, const AttentionMetadata& meta,
+                          const AttentionShape& shape, int num_splits, void* workspace, T* q_out, T* k_cache,
+                          T* v_cache, T* out, cudaStream_t stream) {
   const int64_t n = meta.num_tokens;
   if (n == 0) return;
   const auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -667,12 +661,21 @@ void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionM
     paged_attention(q_out, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
     return;
   }
-  Params p{};
+  Params<T> p{};
   p.qkv = qkv, p.qkv_bias = rope.bias, p.q_norm = rope.q_norm, p.k_norm = rope.k_norm;
   p.inv_freq = rope.inv_freq, p.slot_mapping = meta.slot_mapping;
   p.k_cache_out = k_cache, p.v_cache_out = v_cache;
   p.eps = rope.eps, p.interleaved = rope.layout == RopeLayout::kInterleaved;
-  launch_split_kv(p, nullptr, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
+  launch_split_kv<T>(p, nullptr, k_cache, v_cache, meta, shape, num_splits, workspace, out, stream);
 }
+
+#define TESSERA_INSTANTIATE(T)                                                                                   \
+  template void write_kv_cache<T>(const T*, const T*, const AttentionMetadata&, int64_t, T*, T*, cudaStream_t);  \
+  template void paged_attention<T>(const T*, const T*, const T*, const AttentionMetadata&, const AttentionShape&, \
+                                   int, void*, T*, cudaStream_t);                                                \
+  template void rope_paged_attention<T>(const T*, const QkvRope<T>&, const AttentionMetadata&,                   \
+                                        const AttentionShape&, int, void*, T*, T*, T*, T*, cudaStream_t);
+TESSERA_FOR_EACH_ELEM(TESSERA_INSTANTIATE)
+#undef TESSERA_INSTANTIATE
 
 }  // namespace tessera::cuda

@@ -3,10 +3,12 @@
 // token, head), keys in chunks with an online softmax:
 //   m_new = max(m, max_j s_j);  l = l * e^(m - m_new) + sum_j e^(s_j - m_new)
 //   acc   = acc * e^(m - m_new) + sum_j e^(s_j - m_new) v_j;  out = acc / l
-// Correctness over speed: no real model with these head dims is served fast.
+// Correctness over speed: no real model with these head dims is served fast. Templated over
+// the 16-bit element type T (bf16 or fp16).
 #include <cfloat>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/elem.cuh"
 
 namespace tessera::cuda {
 namespace {
@@ -32,9 +34,10 @@ __device__ float block_reduce(float v, float* scratch) {
   return r;
 }
 
-__global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
-                                       const bf16* __restrict__ v_cache, AttentionMetadata meta,
-                                       AttentionShape shape, bf16* __restrict__ out) {
+template <typename T>
+__global__ void paged_attention_kernel(const T* __restrict__ q, const T* __restrict__ k_cache,
+                                       const T* __restrict__ v_cache, AttentionMetadata meta, AttentionShape shape,
+                                       T* __restrict__ out) {
   __shared__ float q_s[kMaxHeadDim];
   __shared__ float p_s[kChunk];
   __shared__ int64_t slot_s[kChunk];
@@ -50,7 +53,7 @@ __global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* _
   const int64_t first = shape.sliding_window > 0 ? max(int64_t{0}, pos - shape.sliding_window + 1) : 0;
 
   for (int64_t d = threadIdx.x; d < hd; d += kThreads) {
-    q_s[d] = __bfloat162float(q[(t * shape.num_heads + h) * hd + d]) * shape.scale;
+    q_s[d] = to_f32(q[(t * shape.num_heads + h) * hd + d]) * shape.scale;
   }
   __syncthreads();
 
@@ -63,9 +66,9 @@ __global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* _
       const int64_t key = start + j;
       const int64_t slot = int64_t{blocks[key / shape.block_size]} * shape.block_size + key % shape.block_size;
       slot_s[j] = slot;
-      const bf16* kr = k_cache + slot * kv_dim + kv_head * hd;
+      const T* kr = k_cache + slot * kv_dim + kv_head * hd;
       float s = 0.0f;
-      for (int64_t d = 0; d < hd; ++d) s += q_s[d] * __bfloat162float(kr[d]);
+      for (int64_t d = 0; d < hd; ++d) s += q_s[d] * to_f32(kr[d]);
       p_s[j] = s;
       local_max = fmaxf(local_max, s);
     }
@@ -82,7 +85,7 @@ __global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* _
       const int64_t d = threadIdx.x + i * kThreads;
       if (d >= hd) break;
       float a = acc[i] * rescale;
-      for (int j = 0; j < n; ++j) a += p_s[j] * __bfloat162float(v_cache[slot_s[j] * kv_dim + kv_head * hd + d]);
+      for (int j = 0; j < n; ++j) a += p_s[j] * to_f32(v_cache[slot_s[j] * kv_dim + kv_head * hd + d]);
       acc[i] = a;
     }
     m = m_new;
@@ -90,18 +93,24 @@ __global__ void paged_attention_kernel(const bf16* __restrict__ q, const bf16* _
   }
   for (int i = 0; i < kDimsPerThread; ++i) {
     const int64_t d = threadIdx.x + i * kThreads;
-    if (d < hd) out[(t * shape.num_heads + h) * hd + d] = __float2bfloat16(acc[i] / l);
+    if (d < hd) out[(t * shape.num_heads + h) * hd + d] = from_f32<T>(acc[i] / l);
   }
 }
 
 }  // namespace
 
-void paged_attention_any_head_dim(const bf16* q, const bf16* k_cache, const bf16* v_cache,
-                                  const AttentionMetadata& meta, const AttentionShape& shape, bf16* out,
-                                  cudaStream_t stream) {
+template <typename T>
+void paged_attention_any_head_dim(const T* q, const T* k_cache, const T* v_cache, const AttentionMetadata& meta,
+                                  const AttentionShape& shape, T* out, cudaStream_t stream) {
   if (meta.num_tokens == 0) return;
   const dim3 grid(static_cast<unsigned>(meta.num_tokens), static_cast<unsigned>(shape.num_heads));
-  paged_attention_kernel<<<grid, kThreads, 0, stream>>>(q, k_cache, v_cache, meta, shape, out);
+  paged_attention_kernel<T><<<grid, kThreads, 0, stream>>>(q, k_cache, v_cache, meta, shape, out);
 }
+
+#define TESSERA_INSTANTIATE(T)                                                                                \
+  template void paged_attention_any_head_dim<T>(const T*, const T*, const T*, const AttentionMetadata&,       \
+                                                const AttentionShape&, T*, cudaStream_t);
+TESSERA_FOR_EACH_ELEM(TESSERA_INSTANTIATE)
+#undef TESSERA_INSTANTIATE
 
 }  // namespace tessera::cuda

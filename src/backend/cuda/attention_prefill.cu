@@ -1,8 +1,9 @@
-// The tiled prefill half of paged attention (FlashAttention-2 style, mma.sync bf16 -> fp32):
-// runs of prefill tokens of one sequence take a CTA per (tile of query tokens, KV head), so
-// each K/V row of the paged cache is read once per tile instead of once per token. The host
-// plans the tiles once per step (plan_attention below); attention.cu launches this kernel for
-// them and its split-KV kernel for the step's other tokens.
+// The tiled prefill half of paged attention (FlashAttention-2 style, mma.sync on 16-bit T ->
+// fp32, T bf16 or fp16 as in attention.cu): runs of prefill tokens of one sequence take a CTA
+// per (tile of query tokens, KV head), so each K/V row of the paged cache is read once per
+// tile instead of once per token. The host plans the tiles once per step (plan_attention
+// below); attention.cu launches this kernel for them and its split-KV kernel for the step's
+// other tokens.
 //
 // A CTA holds ROWS = 128 (or 64) query rows: the G query heads of one GQA group for ROWS / G
 // consecutive tokens, row r = token r / G, head r % G (G = 3: 42 tokens, 126 rows), so every
@@ -19,24 +20,23 @@
 //     the diagonal or the window's edge pay for it; a warp skips tiles none of its rows see.
 //   Online softmax in fp32 (base 2): m_new = max(m, max_j x_j), a = 2^(m - m_new),
 //     l = l a + sum_j p_j, O = O a + P V, p_j = 2^(x_j - m_new); out = O / l at the end.
-//   O [16 rows x D] += P V: P's A fragments are S's C fragments packed to bf16 pairs; V's B
+//   O [16 rows x D] += P V: P's A fragments are S's C fragments packed to T pairs; V's B
 //     fragments come from ldmatrix.trans on the [key][dim] tile.
-// P in bf16 rounds each weight by up to 2^-8 relative; over many keys the errors average out
-// (random N(0, 1) data: out within ~8e-4 of fp32 at 128 .. 256 keys, ~5e-4 beyond), but a
-// row that sees few keys shows them (up to ~2.5e-3 below 16 keys, past the tests' 2e-3), so
-// warps whose first row sees fewer than 128 keys add a second mma with P's rounding error
-// (P to 2^-16, as the split-KV kernel does): the first 128 positions of a prompt, or every
-// row under a window below 128.
+// P in bf16 rounds each weight by up to 2^-8 relative (fp16: 2^-11); over many keys the
+// errors average out (random N(0, 1) data: out within ~8e-4 of fp32 at 128 .. 256 keys, ~5e-4
+// beyond), but a row that sees few keys shows them (bf16: up to ~2.5e-3 below 16 keys, past
+// the tests' 2e-3), so warps whose first row sees fewer than 128 keys add a second mma with
+// P's rounding error (bf16: P to 2^-16, as the split-KV kernel does): the first 128 positions
+// of a prompt, or every row under a window below 128.
 // Shared rows are padded by 16 bytes: ldmatrix and cp.async are conflict-free.
 // head_dim 64 and 128; other head dims take the split-KV kernel.
-#include <cuda_bf16.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "backend/cuda/attention_internal.h"
+#include "backend/cuda/elem.cuh"
 #include "common/check.h"
 
 namespace tessera::cuda {
@@ -54,16 +54,17 @@ template <int MT>
 constexpr int kKeysOf = MT == 1 ? 64 : 32;
 
 // Q rows, K and V stages, the stages' cache slots; MT m-tiles of 16 rows per warp.
-template <int D, int MT>
+template <typename T, int D, int MT>
 constexpr size_t smem_bytes() {
   constexpr int kKeys = kKeysOf<MT>;
-  return size_t{16 * kWarps * MT + 2 * kStages * kKeys} * (D + 8) * sizeof(bf16) + kStages * kKeys * sizeof(int32_t);
+  return size_t{16 * kWarps * MT + 2 * kStages * kKeys} * (D + 8) * sizeof(T) + kStages * kKeys * sizeof(int32_t);
 }
 
+template <typename T>
 struct Params {
-  const bf16* q;
-  const bf16* k_cache;
-  const bf16* v_cache;
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
   const int32_t* positions;
   const int32_t* token_seq;
   const int32_t* indptr;
@@ -73,7 +74,7 @@ struct Params {
   int block_size, block_shift;  // block_shift: log2(block_size), or -1 when not a power of two
   int sliding_window;
   float scale_log2;  // scale * log2(e)
-  bf16* out;
+  T* out;
 };
 
 // PTX wrappers.
@@ -94,23 +95,24 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Four 8x8 bf16 matrices; lane l gives the address of row l % 8 of matrix l / 8.
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16* p) {
+// Four 8x8 matrices of 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8.
+template <typename T>
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const T* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
 
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* p) {
+template <typename T>
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const T* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
 
+template <typename T>
 __device__ __forceinline__ void mma_k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  mma_m16n8k16<T>(c, a[0], a[1], a[2], a[3], b0, b1);
 }
 
 __device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
@@ -120,25 +122,25 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^-inf = 0
 }
 
 // End of the PTX wrappers.
-// (lo, hi) as a bf16 pair, lo in the low half.
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
+// The rounding error of packed = pack_f32x2<T>(lo, hi), as a T pair.
+template <typename T>
+__device__ __forceinline__ uint32_t pack_error(float lo, float hi, uint32_t packed) {
+  if constexpr (ElemTraits<T>::kIsHalf) {
+    const float2 r = to_f32x2(*reinterpret_cast<const elem_x2<T>*>(&packed));
+    return pack_f32x2<T>(lo - r.x, hi - r.y);
+  } else {  // a bf16 is the top half of its fp32
+    const float lo_r = __uint_as_float(packed << 16), hi_r = __uint_as_float(packed & 0xffff0000u);
+    return pack_f32x2<T>(lo - lo_r, hi - hi_r);
+  }
 }
 
-// The rounding error of pack_bf16(lo, hi), as a bf16 pair.
-__device__ __forceinline__ uint32_t pack_bf16_error(float lo, float hi, uint32_t packed) {
-  const float lo_r = __uint_as_float(packed << 16), hi_r = __uint_as_float(packed & 0xffff0000u);
-  return pack_bf16(lo - lo_r, hi - hi_r);
-}
-
-template <int D, int MT>
-__global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_kernel(const Params p) {
+template <typename T, int D, int MT>
+__global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_kernel(const Params<T> p) {
   constexpr int kKeys = kKeysOf<MT>;
   constexpr int ROWS = 16 * kWarps * MT;  // query rows per CTA
   constexpr int WR = 16 * MT;             // rows per warp
   constexpr bool kQInRegs = MT == 1;      // else Q's A fragments come from shared memory per tile
-  constexpr int DP = D + 8;               // padded shared row (bf16)
+  constexpr int DP = D + 8;               // padded shared row (T)
   constexpr int CH = D / 8;               // 16-byte chunks per row
   constexpr int NK = D / 16;              // k16 steps over the head dims (S = Q K^T)
   constexpr int NO = D / 8;               // 8-dim tiles of O
@@ -147,9 +149,9 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
   static_assert(MT == 1 || MT == 2, "m-tiles per warp");
   static_assert(kKeys * CH % kThreads == 0 && kKeys <= kThreads, "K/V tile copy");
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* const qs = reinterpret_cast<bf16*>(smem);               // [ROWS][DP]; a warp's rows, later its output
-  bf16* const ks = qs + ROWS * DP;                              // [kStages][kKeys][DP]
-  bf16* const vs = ks + kStages * kKeys * DP;                   // [kStages][kKeys][DP]
+  T* const qs = reinterpret_cast<T*>(smem);                     // [ROWS][DP]; a warp's rows, later its output
+  T* const ks = qs + ROWS * DP;                                 // [kStages][kKeys][DP]
+  T* const vs = ks + kStages * kKeys * DP;                      // [kStages][kKeys][DP]
   int32_t* const slot_s = reinterpret_cast<int32_t*>(vs + kStages * kKeys * DP);  // [kStages][kKeys]
 
   const int kvh = static_cast<int>(blockIdx.x % p.num_kv_heads);
@@ -180,8 +182,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
   // there may hold NaN).
   auto load_kv = [&](int n) {
     const int stage = n % kStages;
-    bf16* const kd = ks + stage * kKeys * DP;
-    bf16* const vd = vs + stage * kKeys * DP;
+    T* const kd = ks + stage * kKeys * DP;
+    T* const vd = vs + stage * kKeys * DP;
 #pragma unroll
     for (int it = 0; it < kKeys * CH / kThreads; ++it) {
       const int i = threadIdx.x + it * kThreads;
@@ -215,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
   // of positions.
   const int wrow = WR * warp;
   int pos[MT][2], first[MT][2];
-  bool exact[MT];  // the m-tile's first row sees few keys: P in two bf16 parts
+  bool exact[MT];  // the m-tile's first row sees few keys: P in two T parts
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     pos[mt][0] = pos_of_row(wrow + 16 * mt + g), pos[mt][1] = pos_of_row(wrow + 16 * mt + g + 8);
@@ -249,8 +251,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
     const int32_t next_slot = threadIdx.x < kKeys ? slot_of(it + kStages, threadIdx.x) : -1;
 
     if (has_rows && k0 <= wpos_max && k0 + kKeys - 1 >= wfirst_min) {  // some row of the warp sees these keys
-      const bf16* const kt = ks + (it % kStages) * kKeys * DP;
-      const bf16* const vt = vs + (it % kStages) * kKeys * DP;
+      const T* const kt = ks + (it % kStages) * kKeys * DP;
+      const T* const vt = vs + (it % kStages) * kKeys * DP;
       float s[MT][NS][4] = {};  // rows g, g + 8 x keys 8j + 2c, +1
 #pragma unroll
       for (int kk = 0; kk < NK; kk += 2) {
@@ -261,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
 #pragma unroll
             for (int e = 0; e < 4; ++e) a[mt][0][e] = qf[kk][e], a[mt][1][e] = qf[kk + 1][e];
           } else {
-            const bf16* q_at = qs + (wrow + 16 * mt + lane % 16) * DP + 16 * kk + 8 * (lane / 16);
+            const T* q_at = qs + (wrow + 16 * mt + lane % 16) * DP + 16 * kk + 8 * (lane / 16);
             ldsm_x4(a[mt][0], q_at);
             ldsm_x4(a[mt][1], q_at + 16);
           }
@@ -272,8 +274,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
           ldsm_x4(b, kt + (8 * j + lane % 8) * DP + 16 * kk + 8 * (lane / 8));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            mma_k16(s[mt][j], a[mt][0], b[0], b[1]);
-            mma_k16(s[mt][j], a[mt][1], b[2], b[3]);
+            mma_k16<T>(s[mt][j], a[mt][0], b[0], b[1]);
+            mma_k16<T>(s[mt][j], a[mt][1], b[2], b[3]);
           }
         }
       }
@@ -320,15 +322,15 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
         uint32_t pa[MT][4], pe[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+          pa[mt][0] = pack_f32x2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = pack_f32x2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = pack_f32x2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack_f32x2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
           if (exact[mt]) {
-            pe[mt][0] = pack_bf16_error(s[mt][2 * kk][0], s[mt][2 * kk][1], pa[mt][0]);
-            pe[mt][1] = pack_bf16_error(s[mt][2 * kk][2], s[mt][2 * kk][3], pa[mt][1]);
-            pe[mt][2] = pack_bf16_error(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], pa[mt][2]);
-            pe[mt][3] = pack_bf16_error(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], pa[mt][3]);
+            pe[mt][0] = pack_error<T>(s[mt][2 * kk][0], s[mt][2 * kk][1], pa[mt][0]);
+            pe[mt][1] = pack_error<T>(s[mt][2 * kk][2], s[mt][2 * kk][3], pa[mt][1]);
+            pe[mt][2] = pack_error<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], pa[mt][2]);
+            pe[mt][3] = pack_error<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], pa[mt][3]);
           }
         }
 #pragma unroll
@@ -337,11 +339,11 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
           ldsm_x4_trans(b, vt + (16 * kk + lane % 8 + 8 * ((lane / 8) % 2)) * DP + 8 * n + 8 * (lane / 16));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            mma_k16(o[mt][n], pa[mt], b[0], b[1]);
-            mma_k16(o[mt][n + 1], pa[mt], b[2], b[3]);
+            mma_k16<T>(o[mt][n], pa[mt], b[0], b[1]);
+            mma_k16<T>(o[mt][n + 1], pa[mt], b[2], b[3]);
             if (exact[mt]) {
-              mma_k16(o[mt][n], pe[mt], b[0], b[1]);
-              mma_k16(o[mt][n + 1], pe[mt], b[2], b[3]);
+              mma_k16<T>(o[mt][n], pe[mt], b[0], b[1]);
+              mma_k16<T>(o[mt][n + 1], pe[mt], b[2], b[3]);
             }
           }
         }
@@ -353,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
 
   // out = O / l, staged through the warp's own Q rows for 16-byte stores.
   __syncwarp();  // the warp's last reads of its Q rows
-  bf16* const os = qs + wrow * DP;
+  T* const os = qs + wrow * DP;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     float inv[2];
@@ -367,9 +369,9 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
 #pragma unroll
     for (int n = 0; n < NO; ++n) {
       *reinterpret_cast<uint32_t*>(os + (16 * mt + g) * DP + 8 * n + 2 * c) =
-          pack_bf16(o[mt][n][0] * inv[0], o[mt][n][1] * inv[0]);
+          pack_f32x2<T>(o[mt][n][0] * inv[0], o[mt][n][1] * inv[0]);
       *reinterpret_cast<uint32_t*>(os + (16 * mt + g + 8) * DP + 8 * n + 2 * c) =
-          pack_bf16(o[mt][n][2] * inv[1], o[mt][n][3] * inv[1]);
+          pack_f32x2<T>(o[mt][n][2] * inv[1], o[mt][n][3] * inv[1]);
     }
   }
   __syncwarp();
@@ -380,13 +382,14 @@ __global__ void __launch_bounds__(kThreads, D == 64 && MT == 1 ? 3 : 2) prefill_
   }
 }
 
-template <int D, int MT>
-void launch(const Params& p, int num_tiles, cudaStream_t stream) {
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      prefill_kernel<D, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes<D, MT>()));
+template <typename T, int D, int MT>
+void launch(const Params<T>& p, int num_tiles, cudaStream_t stream) {
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(prefill_kernel<T, D, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem_bytes<T, D, MT>()));
   (void)configured;  // a failure shows at the launch
   const unsigned ctas = static_cast<unsigned>(int64_t{num_tiles} * p.num_kv_heads);
-  prefill_kernel<D, MT><<<ctas, kThreads, smem_bytes<D, MT>(), stream>>>(p);
+  prefill_kernel<T, D, MT><<<ctas, kThreads, smem_bytes<T, D, MT>(), stream>>>(p);
 }
 
 bool takes_tiles(int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int tile_rows) {
@@ -445,11 +448,12 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
 
 namespace detail {
 
-void attention_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                       const AttentionShape& shape, bf16* out, cudaStream_t stream) {
+template <typename T>
+void attention_prefill(const T* q, const T* k_cache, const T* v_cache, const AttentionMetadata& meta,
+                       const AttentionShape& shape, T* out, cudaStream_t stream) {
   TESSERA_CHECK_MSG(takes_tiles(shape.num_heads, shape.num_kv_heads, shape.head_dim, meta.plan_tile_rows),
                     "plan_attention planned prefill tiles for another attention shape");
-  Params p{};
+  Params<T> p{};
   p.q = q, p.k_cache = k_cache, p.v_cache = v_cache;
   p.positions = meta.positions, p.token_seq = meta.token_seq;
   p.indptr = meta.block_table_indptr, p.block_ids = meta.block_table_ids;
@@ -463,11 +467,18 @@ void attention_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   p.out = out;
   const bool wide = meta.plan_tile_rows == 128;  // 2 m-tiles per warp
   if (shape.head_dim == 64) {
-    wide ? launch<64, 2>(p, meta.plan_prefill_tiles, stream) : launch<64, 1>(p, meta.plan_prefill_tiles, stream);
+    wide ? launch<T, 64, 2>(p, meta.plan_prefill_tiles, stream) : launch<T, 64, 1>(p, meta.plan_prefill_tiles, stream);
   } else {
-    wide ? launch<128, 2>(p, meta.plan_prefill_tiles, stream) : launch<128, 1>(p, meta.plan_prefill_tiles, stream);
+    wide ? launch<T, 128, 2>(p, meta.plan_prefill_tiles, stream)
+         : launch<T, 128, 1>(p, meta.plan_prefill_tiles, stream);
   }
 }
+
+#define TESSERA_INSTANTIATE(T)                                                                            \
+  template void attention_prefill<T>(const T*, const T*, const T*, const AttentionMetadata&, const AttentionShape&, \
+                                     T*, cudaStream_t);
+TESSERA_FOR_EACH_ELEM(TESSERA_INSTANTIATE)
+#undef TESSERA_INSTANTIATE
 
 }  // namespace detail
 }  // namespace tessera::cuda

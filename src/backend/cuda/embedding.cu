@@ -1,22 +1,24 @@
 // Embedding lookup: one block per token copies its table row.
 #include <cstdint>
 
+#include "backend/cuda/elem.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/pdl.h"
 
 namespace tessera::cuda {
 namespace {
 
-__global__ void embedding_kernel(const bf16* __restrict__ table, int64_t vocab, int64_t dim,
-                                 const int32_t* __restrict__ ids, bf16* __restrict__ out) {
+template <typename T>
+__global__ void embedding_kernel(const T* __restrict__ table, int64_t vocab, int64_t dim,
+                                 const int32_t* __restrict__ ids, T* __restrict__ out) {
   // Launched plainly (it follows host copies); the next kernel, launched with PDL, may load
   // its weights meanwhile and waits for this one's completion (pdl.h).
   pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int64_t id = ids[t];
-  bf16* o = out + t * dim;
+  T* o = out + t * dim;
   const bool valid = id >= 0 && id < vocab;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = valid ? table[id * dim + i] : __float2bfloat16(0.0f);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = valid ? table[id * dim + i] : from_f32<T>(0.0f);
 }
 
 // dim % 8 == 0, 16-byte aligned rows: 16-byte copies, all of a thread's loads in flight
@@ -46,7 +48,8 @@ __global__ void embedding_vec_kernel(const uint4* __restrict__ table, int64_t vo
 
 }  // namespace
 
-void embedding(const bf16* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, bf16* out,
+template <typename T>
+void embedding(const T* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, T* out,
                cudaStream_t stream) {
   if (n == 0) return;
   const bool aligned = reinterpret_cast<uintptr_t>(table) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
@@ -57,5 +60,9 @@ void embedding(const bf16* table, int64_t vocab, int64_t dim, const int32_t* ids
   }
   embedding_kernel<<<static_cast<unsigned>(n), 256, 0, stream>>>(table, vocab, dim, ids, out);
 }
+
+#define TESSERA_INSTANTIATE(T) \
+  template void embedding<T>(const T*, int64_t, int64_t, const int32_t*, int64_t, T*, cudaStream_t);
+TESSERA_FOR_EACH_ELEM(TESSERA_INSTANTIATE)
 
 }  // namespace tessera::cuda

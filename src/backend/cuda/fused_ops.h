@@ -15,16 +15,18 @@ namespace tessera::cuda {
 //   q heads -> q_out [n, num_heads, head_dim]; k and v heads -> k_cache / v_cache
 //   [num_blocks, block_size, num_kv_heads, head_dim] at slot_mapping[t].
 // head_dim at most 256.
-void qkv_rope_cache(const bf16* qkv, const bf16* bias, const bf16* q_norm, const bf16* k_norm, float eps,
+template <typename T>
+void qkv_rope_cache(const T* qkv, const T* bias, const T* q_norm, const T* k_norm, float eps,
                     const int32_t* positions, const int64_t* slot_mapping, int64_t n, int64_t num_heads,
-                    int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, bf16* q_out,
-                    bf16* k_cache, bf16* v_cache, cudaStream_t stream);
+                    int64_t num_kv_heads, int64_t head_dim, const float* inv_freq, RopeLayout layout, T* q_out,
+                    T* k_cache, T* v_cache, cudaStream_t stream);
 
 // qkv_rope_cache's per-model inputs.
+template <typename T>
 struct QkvRope {
-  const bf16* bias = nullptr;    // [(num_heads + 2 * num_kv_heads) * head_dim] or null
-  const bf16* q_norm = nullptr;  // [head_dim] or null
-  const bf16* k_norm = nullptr;  // [head_dim] or null
+  const T* bias = nullptr;    // [(num_heads + 2 * num_kv_heads) * head_dim] or null
+  const T* q_norm = nullptr;  // [head_dim] or null
+  const T* k_norm = nullptr;  // [head_dim] or null
   float eps = 0.0f;
   const float* inv_freq = nullptr;  // [head_dim / 2]
   RopeLayout layout = RopeLayout::kHalf;
@@ -37,15 +39,18 @@ struct QkvRope {
 // reads them: so it needs that no token of the step attends to another token of the step
 // (each token the only one of its sequence: decode steps). meta.rope_in_attention
 // off turns the fusion off. q_out: written by the two-op path only.
-void rope_paged_attention(const bf16* qkv, const QkvRope& rope, const AttentionMetadata& meta,
-                          const AttentionShape& shape, int num_splits, void* workspace, bf16* q_out, bf16* k_cache,
-                          bf16* v_cache, bf16* out, cudaStream_t stream);
+template <typename T>
+void rope_paged_attention(const T* qkv, const QkvRope<T>& rope, const AttentionMetadata& meta,
+                          const AttentionShape& shape, int num_splits, void* workspace, T* q_out, T* k_cache,
+                          T* v_cache, T* out, cudaStream_t stream);
 
 // out [n, inter] = silu(gate) * up for gate_up [n, 2 * inter] (gate columns first): the
 // output of the fused gate/up projection.
-void silu_and_mul_fused(const bf16* gate_up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream);
+template <typename T>
+void silu_and_mul_fused(const T* gate_up, int64_t n, int64_t inter, T* out, cudaStream_t stream);
 
 // out [num_rows, dim] = x [rows of x, dim] at row indices idx [num_rows].
-void gather_rows(const bf16* x, const int32_t* idx, int64_t num_rows, int64_t dim, bf16* out, cudaStream_t stream);
+template <typename T>
+void gather_rows(const T* x, const int32_t* idx, int64_t num_rows, int64_t dim, T* out, cudaStream_t stream);
 
 }  // namespace tessera::cuda

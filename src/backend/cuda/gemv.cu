@@ -1,5 +1,5 @@
-// The engine's fused decode GEMVs (see gemv.h): the two kernel shapes it runs. Other
-// shapes are candidates measured by bench/cuda/bench_gemv (bench/cuda/gemv_sweep.cu).
+// The engine's fused decode GEMVs (see gemv.h): the two kernel shapes it runs, for bf16 and
+// f16. Other shapes are candidates measured by bench/cuda/bench_gemv (bench/cuda/gemv_sweep.cu).
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/gemv_kernels.cuh"
 
@@ -19,24 +19,40 @@ int gemv_variant_count() { return static_cast<int>(std::size(kVariants)); }
 
 GemvVariant gemv_variant(int i) { return kVariants[i]; }
 
-std::string gemv(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out, cudaStream_t stream,
+template <typename T>
+std::string gemv(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, T* out, cudaStream_t stream,
                  const GemvOptions& opt) {
-  return run<kVariants, Epi::kBf16>("gemv", in, w, n, k, m, out, stream, opt);
+  return run<kVariants, Epi::kElem>("gemv", in, w, n, k, m, out, stream, opt);
 }
 
-std::string gemv_f32(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
+template <typename T>
+std::string gemv_f32(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, float* out,
                      cudaStream_t stream, const GemvOptions& opt) {
   return run<kVariants, Epi::kF32>("gemv_f32", in, w, n, k, m, out, stream, opt);
 }
 
-std::string gemv_add(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* residual,
+template <typename T>
+std::string gemv_add(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, T* residual,
                      cudaStream_t stream, const GemvOptions& opt) {
   return run<kVariants, Epi::kAdd>("gemv_add", in, w, n, k, m, residual, stream, opt);
 }
 
-std::string gemv_silu_mul(const GemvInput& in, const bf16* w_gate_up, int64_t n, int64_t k, int64_t inter, bf16* out,
+template <typename T>
+std::string gemv_silu_mul(const GemvInput<T>& in, const T* w_gate_up, int64_t n, int64_t k, int64_t inter, T* out,
                           cudaStream_t stream, const GemvOptions& opt) {
   return run<kVariants, Epi::kSiluMul>("gemv_silu_mul", in, w_gate_up, n, k, inter, out, stream, opt);
 }
+
+#define TESSERA_GEMV_INSTANTIATE(T)                                                                                 \
+  template std::string gemv<T>(const GemvInput<T>&, const T*, int64_t, int64_t, int64_t, T*, cudaStream_t,         \
+                               const GemvOptions&);                                                                \
+  template std::string gemv_f32<T>(const GemvInput<T>&, const T*, int64_t, int64_t, int64_t, float*, cudaStream_t, \
+                                   const GemvOptions&);                                                            \
+  template std::string gemv_add<T>(const GemvInput<T>&, const T*, int64_t, int64_t, int64_t, T*, cudaStream_t,     \
+                                   const GemvOptions&);                                                            \
+  template std::string gemv_silu_mul<T>(const GemvInput<T>&, const T*, int64_t, int64_t, int64_t, T*, cudaStream_t, \
+                                        const GemvOptions&);
+TESSERA_FOR_EACH_ELEM(TESSERA_GEMV_INSTANTIATE)
+#undef TESSERA_GEMV_INSTANTIATE
 
 }  // namespace tessera::cuda

@@ -1,9 +1,10 @@
-// Fused bf16 GEMV kernels for decode batches (n <= 16 tokens): out [n, m] = x [n, k] . W^T
+// Fused 16-bit GEMV kernels for decode batches (n <= 16 tokens): out [n, m] = x [n, k] . W^T
 // for weights W [m, k] row-major (as matmul.h), streamed once from memory with 16-byte
 // loads, fp32 accumulation on tensor cores, with the ops around the projections of a decode
-// layer folded in:
+// layer folded in. Templates over the element type T of x, W, the norm weights and the
+// 16-bit outputs (bf16 or f16, ops.h), instantiated for both:
 //   prologue  RMSNorm of the input rows (GemvInput::norm) and/or a gather of them (rows);
-//   epilogue  bf16 out, fp32 out (logits), residual += out, or silu(gate) * up.
+//   epilogue  T out, fp32 out (logits), residual += out, or silu(gate) * up.
 // The layer becomes
 //   qkv = gemv(norm(hidden)); qkv_rope_cache; attention; hidden += gemv_add(attn);
 //   act = gemv_silu_mul(norm(hidden)); hidden += gemv_add(act)
@@ -14,15 +15,16 @@
 // alias the output (out / residual). No allocation, no host synchronization: CUDA-graph
 // safe.
 //
-// Rounding, against the unfused ops (cuBLASLt GEMM with bf16 out, ops.h):
-// - bf16 outputs are rounded once from the fp32 sum; the residual add rounds the product to
-//   bf16 and then the sum (residual = bf16(residual + bf16(x . W^T))), as a bf16 GEMM output
-//   followed by fused_add_rms_norm; silu_mul rounds gate and up to bf16 and then
+// Rounding, against the unfused ops (cuBLASLt GEMM with T out, ops.h):
+// - T outputs are rounded once from the fp32 sum; the residual add rounds the product to
+//   T and then the sum (residual = T(residual + T(x . W^T))), as a T GEMM output
+//   followed by fused_add_rms_norm; silu_mul rounds gate and up to T and then
 //   silu(gate) * up, as gate_up GEMM + silu_and_mul_fused.
-// - With norm: out = bf16((sum_i W_i * bf16(x_i * norm_i)) * inv_rms), inv_rms =
+// - With norm: out = T((sum_i W_i * T(x_i * norm_i)) * inv_rms), inv_rms =
 //   1 / sqrt(mean(x^2) + eps) computed in fp32 in the same pass over x. The unfused norm
-//   rounds x_i * inv_rms * norm_i instead; the two differ by one bf16 rounding per term
-//   (~2^-9 relative, random), well under the bf16 output rounding in effect.
+//   rounds x_i * inv_rms * norm_i instead; the two differ by one T rounding per term
+//   (bf16 ~2^-9, f16 ~2^-12 relative, random), well under the T output rounding in effect.
+//   (f16: x_i * norm_i must stay in f16's range, as x_i itself does.)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,10 +39,11 @@ namespace tessera::cuda {
 constexpr int64_t kGemvMaxTokens = 16;
 
 // The input rows of a GEMV: row t of the product reads x row (rows ? rows[t] : t).
+template <typename T>
 struct GemvInput {
-  const bf16* x = nullptr;        // [*, k], row stride k
+  const T* x = nullptr;           // [*, k], row stride k
   const int32_t* rows = nullptr;  // [n] rows of x to use, or null for rows 0 .. n-1
-  const bf16* norm = nullptr;     // [k] RMSNorm weight, or null: no norm
+  const T* norm = nullptr;        // [k] RMSNorm weight, or null: no norm
   float eps = 0.0f;               // RMSNorm epsilon (with norm)
 };
 
@@ -58,21 +61,28 @@ struct GemvOptions {
 // Whether the kernels take n tokens of width k (the pointers' alignment aside).
 bool gemv_supported(int64_t n, int64_t k);
 
-// out [n, m] bf16 = x . W^T.
-std::string gemv(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out, cudaStream_t stream,
+// The launchers (T = bf16 or f16). T is deduced from w and the output, so a braced
+// GemvInput ({x, rows, norm, eps}) works as the first argument.
+
+// out [n, m] T = x . W^T.
+template <typename T>
+std::string gemv(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, T* out, cudaStream_t stream,
                  const GemvOptions& opt = {});
 
 // out [n, m] fp32 = x . W^T (the LM head).
-std::string gemv_f32(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
+template <typename T>
+std::string gemv_f32(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, float* out,
                      cudaStream_t stream, const GemvOptions& opt = {});
 
-// residual [n, m] = bf16(residual + bf16(x . W^T)) (o-proj, down-proj).
-std::string gemv_add(const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* residual,
+// residual [n, m] = T(residual + T(x . W^T)) (o-proj, down-proj).
+template <typename T>
+std::string gemv_add(const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, T* residual,
                      cudaStream_t stream, const GemvOptions& opt = {});
 
 // w_gate_up [2 * inter, k]: gate rows, then up rows. out [n, inter] =
-// bf16(silu(g) * u) for g = bf16(x . gate_j), u = bf16(x . up_j).
-std::string gemv_silu_mul(const GemvInput& in, const bf16* w_gate_up, int64_t n, int64_t k, int64_t inter, bf16* out,
+// T(silu(g) * u) for g = T(x . gate_j), u = T(x . up_j).
+template <typename T>
+std::string gemv_silu_mul(const GemvInput<T>& in, const T* w_gate_up, int64_t n, int64_t k, int64_t inter, T* out,
                           cudaStream_t stream, const GemvOptions& opt = {});
 
 // The kernel shapes GemvOptions::variant picks from (the engine's two; bench_gemv sweeps

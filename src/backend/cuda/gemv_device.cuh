@@ -1,12 +1,13 @@
 // Device building blocks of the fused decode GEMVs (gemv.cu): the kernels' parameters, the
-// x source with its RMSNorm prologue, the MMA step, and the epilogues. Included by gemv.cu
-// only.
+// x source with its RMSNorm prologue, the MMA step, and the epilogues, templated on the
+// 16-bit element type T (elem.cuh). Included by gemv_kernels.cuh only.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "backend/cuda/elem.cuh"
 #include "backend/cuda/gemv.h"
 
 namespace tessera::cuda::gemv_detail {
@@ -16,14 +17,15 @@ constexpr int kChunks = 2;                            // 16-byte pieces per lane
 constexpr int kStepK = kChunks * 32;                  // columns per step (4 lanes x 8, twice)
 constexpr int kStageBytes = kGroups * kChunks * 512;  // one warp's step of weights
 
-enum class Epi { kBf16, kF32, kAdd, kSiluMul };
+enum class Epi { kElem, kF32, kAdd, kSiluMul };  // T out, fp32 out, residual add, silu * up
 
+template <typename T>
 struct Params {
-  const bf16* x;
+  const T* x;
   const int32_t* rows;
-  const bf16* norm;
+  const T* norm;
   float eps;
-  const bf16* w;
+  const T* w;
   int n;
   int64_t k;
   int64_t m;  // output columns (gemv_silu_mul: inter)
@@ -56,32 +58,36 @@ __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   return v;
 }
 
-__device__ __forceinline__ uint4 ldg128(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+template <typename T>
+__device__ __forceinline__ uint4 ldg128(const T* p) {
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// d += A . B for A 16x16 (row-major fragment a0..a3), B 16x8 (col-major b0, b1), bf16 in.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+// The MMAs: d += A . B for A 16x16 (row-major fragment a0..a3), B 16x8 (col-major b0, b1),
+// T in: mma_m16n8k16<T> (elem.cuh).
 
-// bf16 pair x (low element first) times the norm weights nw, rounded once to a bf16 pair
-// (the products of bf16 are exact in fp32, so this equals multiplying in fp32 and rounding).
+// T pair x (low element first) times the norm weights nw, rounded once to a T pair (the
+// products of 16-bit values are exact in fp32, so this equals multiplying in fp32 and
+// rounding).
+template <typename T>
 __device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t nw) {
-  uint32_t r;
-  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(nw));
-  return r;
+  return mul_x2<T>(x, nw);
 }
 
-// Adds the squares of a bf16 pair (low element first) to ss.
+// Adds the squares of a T pair (low element first) to ss.
+template <typename T>
 __device__ __forceinline__ void add_squares(uint32_t x, float& ss) {
-  const float x0 = __uint_as_float(x << 16), x1 = __uint_as_float(x & 0xffff0000u);
+  float x0, x1;
+  if constexpr (ElemTraits<T>::kIsHalf) {
+    const float2 f = to_f32x2(*reinterpret_cast<const elem_x2<T>*>(&x));
+    x0 = f.x, x1 = f.y;
+  } else {  // a bf16 is the high half of its fp32
+    x0 = __uint_as_float(x << 16), x1 = __uint_as_float(x & 0xffff0000u);
+  }
   ss = fmaf(x0, x0, ss);
   ss = fmaf(x1, x1, ss);
 }
@@ -94,15 +100,15 @@ struct XStep {
 
 // A lane's inputs: rows g and g + 8 of x (through p.rows when given) and the norm weights,
 // at its 8 columns c * 8 of each 32; read after pdl_wait (earlier kernels write them).
-template <bool kNorm, bool kTok16>
+template <typename T, bool kNorm, bool kTok16>
 struct XSource {
-  const bf16* x0 = nullptr;
-  const bf16* x1 = nullptr;
-  const bf16* nrm = nullptr;
+  const T* x0 = nullptr;
+  const T* x1 = nullptr;
+  const T* nrm = nullptr;
   int64_t k;
   int c;
 
-  __device__ XSource(const Params& p, int g, int c_) : k(p.k), c(c_) {
+  __device__ XSource(const Params<T>& p, int g, int c_) : k(p.k), c(c_) {
     if (g < p.n) x0 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g] : g) * k + c * 8;
     if (kTok16 && g + 8 < p.n) x1 = p.x + static_cast<int64_t>(p.rows != nullptr ? p.rows[g + 8] : g + 8) * k + c * 8;
     if (kNorm) nrm = p.norm + c * 8;
@@ -137,7 +143,7 @@ struct XSource {
 // One step of a warp: the MMAs of its weights wv ([group][chunk], 16 bytes per lane) with
 // the x (and norm weights) of the step; with the norm and squares set, sums x^2 into ss (the
 // bulk kernel needs them once per CTA: every tile of it sees the same x).
-template <bool kNorm, bool kTok16>
+template <typename T, bool kNorm, bool kTok16>
 __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2], const XStep& cur,
                                          const uint4 (&wv)[kGroups][kChunks], bool squares = true) {
   uint32_t a[2][kChunks][4];  // [token half][chunk][column pair]
@@ -147,11 +153,11 @@ __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2
     for (int q = 0; q < 4; ++q) {
       if constexpr (kNorm) {
         if (squares) {
-          add_squares(word(cur.x[0][j], q), ss[0]);
-          if constexpr (kTok16) add_squares(word(cur.x[1][j], q), ss[1]);
+          add_squares<T>(word(cur.x[0][j], q), ss[0]);
+          if constexpr (kTok16) add_squares<T>(word(cur.x[1][j], q), ss[1]);
         }
-        a[0][j][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q));
-        a[1][j][q] = kTok16 ? norm_pair(word(cur.x[1][j], q), word(cur.nw[j], q)) : 0u;
+        a[0][j][q] = norm_pair<T>(word(cur.x[0][j], q), word(cur.nw[j], q));
+        a[1][j][q] = kTok16 ? norm_pair<T>(word(cur.x[1][j], q), word(cur.nw[j], q)) : 0u;
       } else {
         a[0][j][q] = word(cur.x[0][j], q);
         a[1][j][q] = kTok16 ? word(cur.x[1][j], q) : 0u;
@@ -164,8 +170,8 @@ __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int rg = 0; rg < kGroups; ++rg) {
-        mma_bf16(acc[rg], a[0][j][2 * h], a[1][j][2 * h], a[0][j][2 * h + 1], a[1][j][2 * h + 1],
-                 word(wv[rg][j], 2 * h), word(wv[rg][j], 2 * h + 1));
+        mma_m16n8k16<T>(acc[rg], a[0][j][2 * h], a[1][j][2 * h], a[0][j][2 * h + 1], a[1][j][2 * h + 1],
+                        word(wv[rg][j], 2 * h), word(wv[rg][j], 2 * h + 1));
       }
     }
   }
@@ -177,7 +183,7 @@ __device__ __forceinline__ void mma_step(float (&acc)[kGroups][4], float (&ss)[2
 // register moves); the MMAs of piece slot j accumulate into acc[j]. Weight row 2c (slot j is
 // piece j) then sums to acc[0] element 0 + acc[1] element 2, row 2c + 1 (slot j is piece
 // 1 - j) to acc[1] element 1 + acc[0] element 3 (dual_result).
-template <bool kNorm>
+template <typename T, bool kNorm>
 __device__ __forceinline__ void mma_step_dual(float (&acc)[2][kGroups][4], float& ss, const XStep& cur,
                                               const uint4 (&wv)[kGroups][kChunks], bool squares) {
   uint32_t a[kChunks][4];  // [piece][column pair]
@@ -186,8 +192,8 @@ __device__ __forceinline__ void mma_step_dual(float (&acc)[2][kGroups][4], float
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       if constexpr (kNorm) {
-        if (squares) add_squares(word(cur.x[0][j], q), ss);
-        a[j][q] = norm_pair(word(cur.x[0][j], q), word(cur.nw[j], q));
+        if (squares) add_squares<T>(word(cur.x[0][j], q), ss);
+        a[j][q] = norm_pair<T>(word(cur.x[0][j], q), word(cur.nw[j], q));
       } else {
         a[j][q] = word(cur.x[0][j], q);
       }
@@ -199,8 +205,8 @@ __device__ __forceinline__ void mma_step_dual(float (&acc)[2][kGroups][4], float
     for (int j = 0; j < kChunks; ++j) {
 #pragma unroll
       for (int rg = 0; rg < kGroups; ++rg) {
-        mma_bf16(acc[j][rg], a[0][2 * h], a[1][2 * h], a[0][2 * h + 1], a[1][2 * h + 1], word(wv[rg][j], 2 * h),
-                 word(wv[rg][j], 2 * h + 1));
+        mma_m16n8k16<T>(acc[j][rg], a[0][2 * h], a[1][2 * h], a[0][2 * h + 1], a[1][2 * h + 1],
+                        word(wv[rg][j], 2 * h), word(wv[rg][j], 2 * h + 1));
       }
     }
   }
@@ -221,9 +227,9 @@ __device__ __forceinline__ void dual_result(const float (&acc)[2][kGroups][4], f
 // squares after them); thread tid of the W * 32 sums them over the warps, one output element
 // each, and stores / adds / silu-muls. C fragment element q of lane (g, c): token
 // g + 8 * (q / 2), row 2c + q % 2 of the group.
-template <int W, bool kNorm, bool kTok16, Epi E>
-__device__ __forceinline__ void write_outputs(const Params& p, const float* all, int warp_floats, int64_t tile,
-                                                    int tid) {
+template <typename T, int W, bool kNorm, bool kTok16, Epi E>
+__device__ __forceinline__ void write_outputs(const Params<T>& p, const float* all, int warp_floats, int64_t tile,
+                                              int tid) {
   constexpr int kNc = kTok16 ? 4 : 2;
   constexpr int kSsOffset = kGroups * kNc * 32;
   constexpr int kOutGroups = E == Epi::kSiluMul ? 1 : kGroups;
@@ -249,16 +255,16 @@ __device__ __forceinline__ void write_outputs(const Params& p, const float* all,
       u *= inv_rms;
     }
     const int64_t at = t * m + row;
-    if constexpr (E == Epi::kBf16) {
-      static_cast<bf16*>(p.out)[at] = __float2bfloat16(v);
+    if constexpr (E == Epi::kElem) {
+      static_cast<T*>(p.out)[at] = from_f32<T>(v);
     } else if constexpr (E == Epi::kF32) {
       static_cast<float*>(p.out)[at] = v;
     } else if constexpr (E == Epi::kAdd) {
-      bf16* r = static_cast<bf16*>(p.out);
-      r[at] = __float2bfloat16(__bfloat162float(r[at]) + __bfloat162float(__float2bfloat16(v)));
+      T* r = static_cast<T*>(p.out);
+      r[at] = from_f32<T>(to_f32(r[at]) + round_to<T>(v));
     } else {
-      const float gate = __bfloat162float(__float2bfloat16(v)), up = __bfloat162float(__float2bfloat16(u));
-      static_cast<bf16*>(p.out)[at] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+      const float gate = round_to<T>(v), up = round_to<T>(u);
+      static_cast<T*>(p.out)[at] = from_f32<T>(gate / (1.0f + expf(-gate)) * up);
     }
   }
 }

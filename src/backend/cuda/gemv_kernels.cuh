@@ -1,5 +1,6 @@
-// The fused decode GEMV kernels (see gemv.h), templated on their shape: gemv.cu
-// instantiates the engine's shapes, bench/cuda the sweep of candidates.
+// The fused decode GEMV kernels (see gemv.h), templated on the element type T (bf16 or
+// f16) and their shape: gemv.cu instantiates the engine's shapes, bench/cuda the sweep of
+// candidates.
 //
 // Work split. A CTA owns 16 weight rows (two groups of 8; gemv_silu_mul: 8 gate rows and the
 // 8 up rows of the same outputs) over the whole of k, so every output is finished by one CTA
@@ -14,17 +15,17 @@
 // no barrier and its shared-memory reads are conflict-free. Each warp keeps S - 1 steps
 // (2 KB each) in flight: W * (S - 1) * 2 KB per CTA.
 //
-// Math. Per step and j, one mma.sync m16n8k16 (bf16 in, fp32 accumulate) per row group and
+// Math. Per step and j, one mma.sync m16n8k16 (T in, fp32 accumulate) per row group and
 // pair of columns: A = x (16 tokens x 16 columns; tokens 8..15 zero unless n > 8), B = the 8
 // weight rows. A dot product is a sum over k, so any order of the columns works as long as
-// A and B agree: lane c's 8 columns (4 bf16 pairs p0..p3) fill k-slots {2c, 2c+1} with p0
+// A and B agree: lane c's 8 columns (4 T pairs p0..p3) fill k-slots {2c, 2c+1} with p0
 // (or p2) and {2c+8, 2c+9} with p1 (or p3) of the first (second) MMA, in A and in B alike.
 // The A fragment of lane (g, c) is then x[token g] and x[token g + 8] at the lane's own
 // columns: one 16-byte load of x per token half, held in registers one step ahead (x is
 // small and read through L1). Tensor cores make the arithmetic free for any n <= 16.
 //
 // Norm prologue. The same pass accumulates sum(x^2) per token in fp32 and feeds the MMA
-// bf16(x * norm_w); the CTA reduction yields inv_rms, applied to the fp32 sums in the
+// T(x * norm_w); the CTA reduction yields inv_rms, applied to the fp32 sums in the
 // epilogue. No separate pass over x.
 //
 // Epilogue. Each warp leaves its C fragments (and partial sums of squares) in its own
@@ -56,8 +57,8 @@ using namespace tma;
 
 // Register budget: 3 CTAs of 8 warps per SM (2 with 16 tokens), which the 64 KB of shared
 // memory of the default shape allows too.
-template <int W, int S, bool kNorm, bool kTok16, Epi E>
-__global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(const Params p) {
+template <typename T, int W, int S, bool kNorm, bool kTok16, Epi E>
+__global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(const Params<T> p) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int g = lane >> 2, c = lane & 3;
@@ -66,7 +67,7 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 
   // This lane's weight rows; rows past the end repeat the last one (their outputs are
   // dropped), so every copy stays in bounds.
-  const bf16* wrow[kGroups];
+  const T* wrow[kGroups];
 #pragma unroll
   for (int rg = 0; rg < kGroups; ++rg) {
     int64_t row;
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 
   // Everything below reads what earlier kernels wrote.
   pdl_wait();
-  const XSource<kNorm, kTok16> xs(p, g, c);
+  const XSource<T, kNorm, kTok16> xs(p, g, c);
   auto load_x = [&](int i, XStep& s) { xs.load(static_cast<int64_t>(warp + i * W) * kStepK, s); };
 
   float acc[kGroups][4] = {};
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
 #pragma unroll
       for (int j = 0; j < kChunks; ++j) wv[rg][j] = lds128(src + (rg * kChunks + j) * 512);
     }
-    mma_step<kNorm, kTok16>(acc, ss, cur, wv);
+    mma_step<T, kNorm, kTok16>(acc, ss, cur, wv);
     cur = next;
   }
 
@@ -135,7 +136,7 @@ __global__ void __launch_bounds__(W * 32, (kTok16 ? 16 : 24) / W) gemv_kernel(co
   __syncwarp();
   store_partials<kNorm, kTok16>(reinterpret_cast<float*>(region), acc, ss, lane);
   __syncthreads();
-  write_outputs<W, kNorm, kTok16, E>(p, reinterpret_cast<const float*>(smem), S * kStageBytes / 4,
+  write_outputs<T, W, kNorm, kTok16, E>(p, reinterpret_cast<const float*>(smem), S * kStageBytes / 4,
                                      static_cast<int64_t>(blockIdx.x), static_cast<int>(threadIdx.x));
 }
 
@@ -171,9 +172,9 @@ constexpr int bulk_smem(int stages) {
 }
 constexpr int bulk_ctas_per_sm(int stages) { return bulk_smem(stages) * 2 + 2048 <= 228 * 1024 ? 2 : 1; }
 
-template <int S, int R, bool kNorm, bool kTok16, Epi E>
+template <typename T, int S, int R, bool kNorm, bool kTok16, Epi E>
 __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S))
-    gemv_bulk_kernel(const Params p, const __grid_constant__ CUtensorMap wmap) {
+    gemv_bulk_kernel(const Params<T> p, const __grid_constant__ CUtensorMap wmap) {
   constexpr int kCb = 128 / R;              // column blocks per stage
   constexpr int kChunkCols = kCb * 64;      // columns per stage
   constexpr int kRowBytes = kCb * 128;      // a row's bytes in a stage
@@ -241,7 +242,7 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
   // 16 tokens need both token halves of the MMAs, so the lanes read in order (2-way conflicts).
   constexpr bool kDual = !kTok16;
   const int flip = kDual ? g & 1 : 0;
-  const XSource<kNorm, kTok16> xs(p, g, c);
+  const XSource<T, kNorm, kTok16> xs(p, g, c);
   const int sub_tile = warp / kCb, col_block = warp % kCb;
   auto load_x = [&](int chunk, XStep& st) { xs.load_block(chunk * kChunkCols + col_block * kStepK, st); };
   // This lane's 16 bytes of a stage: row g of each group of its sub-tile (gemv_silu_mul:
@@ -278,9 +279,9 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
     if constexpr (kDual) {
-      mma_step_dual<kNorm>(acc, ss[0], cur, wv, squares);
+      mma_step_dual<T, kNorm>(acc, ss[0], cur, wv, squares);
     } else {
-      mma_step<kNorm, kTok16>(acc[0], ss, cur, wv, squares);
+      mma_step<T, kNorm, kTok16>(acc[0], ss, cur, wv, squares);
     }
     cur = next;
     if (chunk == chunks - 1) {
@@ -295,9 +296,9 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
       }
       consumers_sync();
       // Sub-tile q's outputs (16 rows; gemv_silu_mul: 8) by the threads of its kCb warps.
-      write_outputs<kCb, kNorm, kTok16, E>(p, buf + sub_tile * kCb * kBulkRedFloats, kBulkRedFloats,
-                                           tile * kSubTiles + sub_tile,
-                                           static_cast<int>(threadIdx.x) - sub_tile * kCb * 32);
+      write_outputs<T, kCb, kNorm, kTok16, E>(p, buf + sub_tile * kCb * kBulkRedFloats, kBulkRedFloats,
+                                              tile * kSubTiles + sub_tile,
+                                              static_cast<int>(threadIdx.x) - sub_tile * kCb * 32);
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
 #pragma unroll
@@ -329,15 +330,20 @@ __global__ void __launch_bounds__((kBulkConsumers + 1) * 32, bulk_ctas_per_sm(S)
 // boxes of 64 x box_blocks x box_rows: a box lands as box_rows row segments of
 // 128 x box_blocks bytes. L2 promotion 128 B: with 256 B the same ring streamed 4.00 instead
 // of 4.40 TB/s (28672 x 4096) and 4.20 instead of 4.63 (128256 x 4096) on the H200
-// (bench_stream; no promotion equals 128 B).
-bool weight_tensor_map(const bf16* w, int64_t rows, int64_t k, int box_blocks, int box_rows, CUtensorMap* map) {
+// (bench_stream; no promotion equals 128 B). The element type is T's (the copies move bytes
+// either way).
+template <typename T>
+bool weight_tensor_map(const T* w, int64_t rows, int64_t k, int box_blocks, int box_rows, CUtensorMap* map) {
+  static_assert(sizeof(T) == 2, "16-bit elements: 64 columns are 128 bytes");
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[3] = {64, static_cast<cuuint64_t>(k / 64), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[2] = {128, static_cast<cuuint64_t>(k) * 2};  // bytes, of dims 1 and 2
   const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_blocks), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<bf16*>(w), dims, strides, box, element_strides,
+  constexpr CUtensorMapDataType kType =
+      ElemTraits<T>::kIsHalf ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode(map, kType, 3, const_cast<T*>(w), dims, strides, box, element_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
@@ -376,12 +382,12 @@ cudaError_t allow_smem(void (*kernel)(Args...), int smem, std::atomic<uint64_t>&
 // The kernel of a variant: W warps x S stages of cp.async (a CTA per 16-row tile) or, with
 // Bulk, the bulk-copy kernel with an S-stage ring and R-row tiles (CTAs persistent, as many
 // as fit on the SMs).
-template <int W, int S, bool Bulk, int R, bool kNorm, bool kTok16, Epi E>
-cudaError_t launch(const Params& p, bool pdl, cudaStream_t stream) {
+template <typename T, int W, int S, bool Bulk, int R, bool kNorm, bool kTok16, Epi E>
+cudaError_t launch(const Params<T>& p, bool pdl, cudaStream_t stream) {
   static std::atomic<uint64_t> done{0};
   constexpr bool kSilu = E == Epi::kSiluMul;
   if constexpr (Bulk) {
-    auto* kernel = &gemv_bulk_kernel<S, R, kNorm, kTok16, E>;
+    auto* kernel = &gemv_bulk_kernel<T, S, R, kNorm, kTok16, E>;
     constexpr int kSmem = bulk_smem(S);
     static_assert(kSmem <= 227 * 1024, "the ring must fit an SM's shared memory");
     CUtensorMap map;
@@ -400,7 +406,7 @@ cudaError_t launch(const Params& p, bool pdl, cudaStream_t stream) {
     return launch_pdl(kernel, dim3(static_cast<unsigned>(ctas)), dim3((kBulkConsumers + 1) * 32), kSmem, stream, pdl,
                       p, map);
   } else {
-    auto* kernel = &gemv_kernel<W, S, kNorm, kTok16, E>;
+    auto* kernel = &gemv_kernel<T, W, S, kNorm, kTok16, E>;
     constexpr int kSmem = W * S * kStageBytes;
     if (cudaError_t e = allow_smem(kernel, kSmem, done); e != cudaSuccess) return e;
     const int64_t tiles = kSilu ? (p.m + 7) / 8 : (p.m + 15) / 16;
@@ -408,20 +414,20 @@ cudaError_t launch(const Params& p, bool pdl, cudaStream_t stream) {
   }
 }
 
-template <int W, int S, bool Bulk, int R, Epi E>
-cudaError_t dispatch(const Params& p, bool pdl, cudaStream_t stream) {
+template <int W, int S, bool Bulk, int R, Epi E, typename T>
+cudaError_t dispatch(const Params<T>& p, bool pdl, cudaStream_t stream) {
   const bool norm = p.norm != nullptr, tok16 = p.n > 8;
   if (norm) {
-    return tok16 ? launch<W, S, Bulk, R, true, true, E>(p, pdl, stream)
-                 : launch<W, S, Bulk, R, true, false, E>(p, pdl, stream);
+    return tok16 ? launch<T, W, S, Bulk, R, true, true, E>(p, pdl, stream)
+                 : launch<T, W, S, Bulk, R, true, false, E>(p, pdl, stream);
   }
-  return tok16 ? launch<W, S, Bulk, R, false, true, E>(p, pdl, stream)
-               : launch<W, S, Bulk, R, false, false, E>(p, pdl, stream);
+  return tok16 ? launch<T, W, S, Bulk, R, false, true, E>(p, pdl, stream)
+               : launch<T, W, S, Bulk, R, false, false, E>(p, pdl, stream);
 }
 
 // Variant v's kernel of the table kVariants (v < its size).
-template <const auto& kVariants, Epi E, size_t... I>
-cudaError_t dispatch_variant(int v, const Params& p, bool pdl, cudaStream_t stream, std::index_sequence<I...>) {
+template <const auto& kVariants, Epi E, typename T, size_t... I>
+cudaError_t dispatch_variant(int v, const Params<T>& p, bool pdl, cudaStream_t stream, std::index_sequence<I...>) {
   cudaError_t e = cudaErrorInvalidValue;
   ((v == static_cast<int>(I)
         ? (e = dispatch<kVariants[I].warps, kVariants[I].stages, kVariants[I].bulk, kVariants[I].tile_rows, E>(
@@ -436,8 +442,8 @@ inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 
 // One GEMV as variant opt.variant of the table kVariants (its bulk shapes fall back to
 // variant 0, which must not be bulk, where the tensor map cannot read W).
-template <const auto& kVariants, Epi E>
-std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n, int64_t k, int64_t m, void* out,
+template <const auto& kVariants, Epi E, typename T>
+std::string run(const char* name, const GemvInput<T>& in, const T* w, int64_t n, int64_t k, int64_t m, void* out,
                 cudaStream_t stream, const GemvOptions& opt) {
   constexpr int kNumVariants = static_cast<int>(std::size(kVariants));
   static_assert(!kVariants[0].bulk, "variant 0 is the fallback of the bulk ones");
@@ -450,7 +456,7 @@ std::string run(const char* name, const GemvInput& in, const bf16* w, int64_t n,
     return std::string(name) + ": x, w and norm must be 16-byte aligned";
   }
   if (opt.variant < 0 || opt.variant >= kNumVariants) return std::string(name) + ": no such variant";
-  const Params p{in.x, in.rows, in.norm, in.eps, w, static_cast<int>(n), k, m, out};
+  const Params<T> p{in.x, in.rows, in.norm, in.eps, w, static_cast<int>(n), k, m, out};
   // The bulk kernels read W through a tensor map of 64-column blocks.
   const bool bulk_ok = k % 64 == 0 && tensor_map_encoder() != nullptr;
   const int variant = kVariants[opt.variant].bulk && !bulk_ok ? 0 : opt.variant;

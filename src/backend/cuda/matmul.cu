@@ -33,8 +33,8 @@ Gemm::~Gemm() {
   if (lt_ != nullptr) lt_->Destroy(handle_);
 }
 
-Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type) {
-  const auto key = std::make_tuple(n, k, m, static_cast<int>(out_type));
+Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t in_type, cudaDataType_t out_type) {
+  const auto key = std::make_tuple(n, k, m, static_cast<int>(in_type), static_cast<int>(out_type));
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan& p = plans_[key];
@@ -50,8 +50,8 @@ Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type)
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
   lt_->MatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa));
   lt_->MatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb));
-  lt_->MatrixLayoutCreate(&p.a, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k);
-  lt_->MatrixLayoutCreate(&p.b, CUDA_R_16BF, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k);
+  lt_->MatrixLayoutCreate(&p.a, in_type, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k);
+  lt_->MatrixLayoutCreate(&p.b, in_type, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k);
   lt_->MatrixLayoutCreate(&p.d, out_type, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m);
   cublasLtMatmulPreference_t pref = nullptr;
   lt_->MatmulPreferenceCreate(&pref);
@@ -73,7 +73,7 @@ Gemm::Plan& Gemm::plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type)
   return p;
 }
 
-void Gemm::tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStream_t stream) {
+void Gemm::tune(Plan& p, const void* x, const void* w, size_t out_bytes, cudaStream_t stream) {
   if (out_bytes > tune_out_bytes_) {
     cudaStreamSynchronize(stream);
     cudaFree(tune_out_);
@@ -116,10 +116,10 @@ void Gemm::tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStr
   cudaEventDestroy(stop);
 }
 
-std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out,
-                      cudaDataType_t out_type, float beta, cudaStream_t stream) {
+std::string Gemm::run(const void* x, const void* w, cudaDataType_t in_type, int64_t n, int64_t k, int64_t m,
+                      void* out, cudaDataType_t out_type, float beta, cudaStream_t stream) {
   if (n == 0 || m == 0) return "";
-  Plan& p = plan(n, k, m, out_type);
+  Plan& p = plan(n, k, m, in_type, out_type);
   if (!p.error.empty()) return p.error;
   if (!p.candidates.empty()) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
@@ -136,21 +136,6 @@ std::string Gemm::run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_
   const cublasStatus_t s = lt_->Matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.d, out, p.d, &p.algo,
                                           workspace_, workspace_bytes_, stream);
   return s == CUBLAS_STATUS_SUCCESS ? "" : status_text("cublasLtMatmul", s);
-}
-
-std::string Gemm::matmul(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
-                         cudaStream_t stream) {
-  return run(x, w, n, k, m, out, CUDA_R_16BF, 0.0f, stream);
-}
-
-std::string Gemm::matmul_add(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
-                             cudaStream_t stream) {
-  return run(x, w, n, k, m, out, CUDA_R_16BF, 1.0f, stream);
-}
-
-std::string Gemm::matmul_f32(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
-                             cudaStream_t stream) {
-  return run(x, w, n, k, m, out, CUDA_R_32F, 0.0f, stream);
 }
 
 }  // namespace tessera::cuda

@@ -1,4 +1,4 @@
-// bf16 GEMM through cuBLASLt with fp32 accumulation: out [n, m] = x [n, k] . w^T, for
+// 16-bit GEMM (bf16 or fp16 operands, T) through cuBLASLt with fp32 accumulation: out [n, m] = x [n, k] . w^T, for
 // weights stored [m, k] (out_features x in_features, as checkpoints keep them).
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/cublaslt_loader.h"
@@ -30,14 +31,22 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  // Empty when queued, else what cuBLASLt refused. out is bf16 [n, m].
-  std::string matmul(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out, cudaStream_t stream);
+  // Empty when queued, else what cuBLASLt refused. x, w, out of one element type T (bf16
+  // or f16); out [n, m].
+  template <typename T>
+  std::string matmul(const T* x, const T* w, int64_t n, int64_t k, int64_t m, T* out, cudaStream_t stream) {
+    return run(x, w, elem_type<T>(), n, k, m, out, elem_type<T>(), 0.0f, stream);
+  }
   // The same with fp32 output (logits).
-  std::string matmul_f32(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, float* out,
-                         cudaStream_t stream);
-  // out [n, m] = bf16(x . w^T + out): the residual add in the GEMM (one rounding).
-  std::string matmul_add(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, bf16* out,
-                         cudaStream_t stream);
+  template <typename T>
+  std::string matmul_f32(const T* x, const T* w, int64_t n, int64_t k, int64_t m, float* out, cudaStream_t stream) {
+    return run(x, w, elem_type<T>(), n, k, m, out, CUDA_R_32F, 0.0f, stream);
+  }
+  // out [n, m] = T(x . w^T + out): the residual add in the GEMM (one rounding).
+  template <typename T>
+  std::string matmul_add(const T* x, const T* w, int64_t n, int64_t k, int64_t m, T* out, cudaStream_t stream) {
+    return run(x, w, elem_type<T>(), n, k, m, out, elem_type<T>(), 1.0f, stream);
+  }
 
   static constexpr int64_t kTuneMaxRows = 512;
   // Tunes shapes of up to max_rows rows (at most kTuneMaxRows; 0: no tuning).
@@ -51,11 +60,16 @@ class Gemm {
     std::vector<cublasLtMatmulAlgo_t> candidates;  // untried alternatives (tuning pending)
     std::string error;  // non-empty: no algorithm for this shape
   };
-  Plan& plan(int64_t n, int64_t k, int64_t m, cudaDataType_t out_type);
-  std::string run(const bf16* x, const bf16* w, int64_t n, int64_t k, int64_t m, void* out, cudaDataType_t out_type,
-                  float beta, cudaStream_t stream);
+  template <typename T>
+  static constexpr cudaDataType_t elem_type() {
+    static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, f16>, "a 16-bit element type");
+    return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F;
+  }
+  Plan& plan(int64_t n, int64_t k, int64_t m, cudaDataType_t in_type, cudaDataType_t out_type);
+  std::string run(const void* x, const void* w, cudaDataType_t in_type, int64_t n, int64_t k, int64_t m, void* out,
+                  cudaDataType_t out_type, float beta, cudaStream_t stream);
   // Times p's candidates on these operands (into a scratch output) and keeps the fastest.
-  void tune(Plan& p, const bf16* x, const bf16* w, size_t out_bytes, cudaStream_t stream);
+  void tune(Plan& p, const void* x, const void* w, size_t out_bytes, cudaStream_t stream);
 
   const CublasLtApi* lt_ = nullptr;  // null: cuBLASLt could not be loaded (load_error_)
   std::string load_error_;
@@ -65,7 +79,7 @@ class Gemm {
   int64_t tune_max_rows_ = 0;
   void* tune_out_ = nullptr;  // scratch output of tuning runs
   size_t tune_out_bytes_ = 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan> plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int>, Plan> plans_;
 };
 
 }  // namespace tessera::cuda

@@ -3,6 +3,7 @@
 // held in registers where the row allows, else element by element).
 #include <cstdint>
 
+#include "backend/cuda/elem.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/pdl.h"
 
@@ -24,43 +25,45 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-__global__ void rms_norm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ weight, float eps,
-                                int64_t dim, bf16* out) {
-  const bf16* row = x + blockIdx.x * dim;
+template <typename T>
+__global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, float eps,
+                                int64_t dim, T* out) {
+  const T* row = x + blockIdx.x * dim;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
-    const float v = __bfloat162float(row[i]);
+    const float v = to_f32(row[i]);
     ss += v * v;
   }
   const float inv_rms = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
-  bf16* o = out + blockIdx.x * dim;
+  T* o = out + blockIdx.x * dim;
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
-    o[i] = __float2bfloat16(__bfloat162float(row[i]) * inv_rms * __bfloat162float(weight[i]));
+    o[i] = from_f32<T>(to_f32(row[i]) * inv_rms * to_f32(weight[i]));
   }
 }
 
-__global__ void fused_add_rms_norm_kernel(bf16* x, bf16* residual, const bf16* __restrict__ weight, float eps,
+template <typename T>
+__global__ void fused_add_rms_norm_kernel(T* x, T* residual, const T* __restrict__ weight, float eps,
                                           int64_t dim) {
-  bf16* xr = x + blockIdx.x * dim;
-  bf16* rr = residual + blockIdx.x * dim;
+  T* xr = x + blockIdx.x * dim;
+  T* rr = residual + blockIdx.x * dim;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
-    const bf16 sum = __float2bfloat16(__bfloat162float(xr[i]) + __bfloat162float(rr[i]));
-    rr[i] = sum;  // the residual stream stays bf16, as unfused
-    const float v = __bfloat162float(sum);
+    const T sum = from_f32<T>(to_f32(xr[i]) + to_f32(rr[i]));
+    rr[i] = sum;  // the residual stream stays in T, as unfused
+    const float v = to_f32(sum);
     ss += v * v;
   }
   const float inv_rms = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
-    xr[i] = __float2bfloat16(__bfloat162float(rr[i]) * inv_rms * __bfloat162float(weight[i]));
+    xr[i] = from_f32<T>(to_f32(rr[i]) * inv_rms * to_f32(weight[i]));
   }
 }
 
 // Rows of dim % 8 == 0 up to kThreads * 8 * V elements: each thread keeps its V 16-byte
 // pieces of the row in registers, so the row is read once (and the residual written once).
-template <int V, bool kAdd>
-__global__ void rms_norm_vec_kernel(bf16* x, bf16* residual, const bf16* __restrict__ weight, float eps, int dim,
-                                    bf16* out) {
+template <typename T, int V, bool kAdd>
+__global__ void rms_norm_vec_kernel(T* x, T* residual, const T* __restrict__ weight, float eps, int dim,
+                                    T* out) {
   pdl_wait();  // launched with PDL (pdl.h)
   pdl_launch_dependents();
   const int chunks = dim / 8;
@@ -72,20 +75,20 @@ __global__ void rms_norm_vec_kernel(bf16* x, bf16* residual, const bf16* __restr
     const int c = threadIdx.x + i * kThreads;
     if (c >= chunks) break;
     v[i] = *reinterpret_cast<const uint4*>(x + row + c * 8);
-    auto* h = reinterpret_cast<__nv_bfloat162*>(&v[i]);
+    auto* h = reinterpret_cast<elem_x2<T>*>(&v[i]);
     if constexpr (kAdd) {
       const uint4 r = *reinterpret_cast<const uint4*>(residual + row + c * 8);
-      const auto* rh = reinterpret_cast<const __nv_bfloat162*>(&r);
+      const auto* rh = reinterpret_cast<const elem_x2<T>*>(&r);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const float2 a = __bfloat1622float2(h[j]), b = __bfloat1622float2(rh[j]);
-        h[j] = __floats2bfloat162_rn(a.x + b.x, a.y + b.y);  // the residual stream stays bf16
+        const float2 a = to_f32x2(h[j]), b = to_f32x2(rh[j]);
+        h[j] = from_f32x2<T>(a.x + b.x, a.y + b.y);  // the residual stream stays in T
       }
       *reinterpret_cast<uint4*>(residual + row + c * 8) = v[i];
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float2 a = __bfloat1622float2(h[j]);
+      const float2 a = to_f32x2(h[j]);
       ss += a.x * a.x + a.y * a.y;
     }
   }
@@ -95,22 +98,22 @@ __global__ void rms_norm_vec_kernel(bf16* x, bf16* residual, const bf16* __restr
     const int c = threadIdx.x + i * kThreads;
     if (c >= chunks) break;
     const uint4 w = *reinterpret_cast<const uint4*>(weight + c * 8);
-    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v[i]);
-    const auto* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+    const auto* h = reinterpret_cast<const elem_x2<T>*>(&v[i]);
+    const auto* wh = reinterpret_cast<const elem_x2<T>*>(&w);
     uint4 o;
-    auto* oh = reinterpret_cast<__nv_bfloat162*>(&o);
+    auto* oh = reinterpret_cast<elem_x2<T>*>(&o);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float2 a = __bfloat1622float2(h[j]), b = __bfloat1622float2(wh[j]);
-      oh[j] = __floats2bfloat162_rn(a.x * inv_rms * b.x, a.y * inv_rms * b.y);
+      const float2 a = to_f32x2(h[j]), b = to_f32x2(wh[j]);
+      oh[j] = from_f32x2<T>(a.x * inv_rms * b.x, a.y * inv_rms * b.y);
     }
     *reinterpret_cast<uint4*>(out + row + c * 8) = o;
   }
 }
 
 // Launches the vectorized kernel when the shape and alignment allow; false otherwise.
-template <bool kAdd>
-bool launch_vec(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out,
+template <typename T, bool kAdd>
+bool launch_vec(T* x, T* residual, const T* weight, float eps, int64_t n, int64_t dim, T* out,
                 cudaStream_t stream) {
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (dim % 8 != 0 || !aligned(x) || !aligned(weight) || !aligned(out) || (kAdd && !aligned(residual))) return false;
@@ -121,11 +124,11 @@ bool launch_vec(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t 
     launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, stream, true, x, residual, weight, eps, d, out);
   };
   if (per_thread <= 1) {
-    go(rms_norm_vec_kernel<1, kAdd>);
+    go(rms_norm_vec_kernel<T, 1, kAdd>);
   } else if (per_thread <= 2) {
-    go(rms_norm_vec_kernel<2, kAdd>);
+    go(rms_norm_vec_kernel<T, 2, kAdd>);
   } else if (per_thread <= 4) {
-    go(rms_norm_vec_kernel<4, kAdd>);
+    go(rms_norm_vec_kernel<T, 4, kAdd>);
   } else {
     return false;
   }
@@ -134,18 +137,25 @@ bool launch_vec(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t 
 
 }  // namespace
 
-void rms_norm(const bf16* x, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out, cudaStream_t stream) {
+template <typename T>
+void rms_norm(const T* x, const T* weight, float eps, int64_t n, int64_t dim, T* out, cudaStream_t stream) {
   if (n == 0) return;
   // x is only read (the kernel's x is not const for the fused variant's sake).
-  if (launch_vec<false>(const_cast<bf16*>(x), nullptr, weight, eps, n, dim, out, stream)) return;
+  if (launch_vec<T, false>(const_cast<T*>(x), nullptr, weight, eps, n, dim, out, stream)) return;
   rms_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, weight, eps, dim, out);
 }
 
-void fused_add_rms_norm(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim,
+template <typename T>
+void fused_add_rms_norm(T* x, T* residual, const T* weight, float eps, int64_t n, int64_t dim,
                         cudaStream_t stream) {
   if (n == 0) return;
-  if (launch_vec<true>(x, residual, weight, eps, n, dim, x, stream)) return;
+  if (launch_vec<T, true>(x, residual, weight, eps, n, dim, x, stream)) return;
   fused_add_rms_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, residual, weight, eps, dim);
 }
+
+#define TESSERA_INSTANTIATE(T)                                                                        \
+  template void rms_norm<T>(const T*, const T*, float, int64_t, int64_t, T*, cudaStream_t);            \
+  template void fused_add_rms_norm<T>(T*, T*, const T*, float, int64_t, int64_t, cudaStream_t);
+TESSERA_FOR_EACH_ELEM(TESSERA_INSTANTIATE)
 
 }  // namespace tessera::cuda

@@ -1,9 +1,10 @@
 // CUDA twins of the CPU ops (src/backend/cpu/ops.h): the same names and arguments, on
-// device memory, bf16 activations with fp32 arithmetic, queued on a stream. Each op is
-// checked against its CPU twin by tests/cuda.
+// device memory, 16-bit activations (T: bf16 or f16, the model's compute dtype) with fp32
+// arithmetic, queued on a stream. Each op is checked against its CPU twin by tests/cuda.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -14,26 +15,36 @@
 namespace tessera::cuda {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
+
+// The element types every templated op and kernel is instantiated for:
+// TESSERA_FOR_EACH_ELEM(X) expands X(bf16) X(f16) (explicit instantiations in the .cu files).
+#define TESSERA_FOR_EACH_ELEM(X) X(::tessera::cuda::bf16) X(::tessera::cuda::f16)
 
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for rows t < n. out may alias x.
-void rms_norm(const bf16* x, const bf16* weight, float eps, int64_t n, int64_t dim, bf16* out, cudaStream_t stream);
+template <typename T>
+void rms_norm(const T* x, const T* weight, float eps, int64_t n, int64_t dim, T* out, cudaStream_t stream);
 
-// residual[t] += x[t] (rounded to bf16), then x[t] = rms_norm(residual[t]) * weight: the
+// residual[t] += x[t] (rounded to T), then x[t] = rms_norm(residual[t]) * weight: the
 // residual add and the next layer's norm in one pass over the rows.
-void fused_add_rms_norm(bf16* x, bf16* residual, const bf16* weight, float eps, int64_t n, int64_t dim,
+template <typename T>
+void fused_add_rms_norm(T* x, T* residual, const T* weight, float eps, int64_t n, int64_t dim,
                         cudaStream_t stream);
 
 // out[t, i] = silu(gate[t, i]) * up[t, i]; gate, up, out are [n, inter].
-void silu_and_mul(const bf16* gate, const bf16* up, int64_t n, int64_t inter, bf16* out, cudaStream_t stream);
+template <typename T>
+void silu_and_mul(const T* gate, const T* up, int64_t n, int64_t inter, T* out, cudaStream_t stream);
 
 // Rotates x [num_tokens, num_heads, head_dim] in place by angle positions[t] * inv_freq[i]
 // (inv_freq [head_dim / 2] on the device, from cpu::rope_inv_freq).
-void apply_rope(bf16* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+template <typename T>
+void apply_rope(T* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
                 const float* inv_freq, RopeLayout layout, cudaStream_t stream);
 
-// out[t, :] = table[ids[t], :] for a bf16 table [vocab, dim]; ids outside [0, vocab) give
+// out[t, :] = table[ids[t], :] for a table [vocab, dim]; ids outside [0, vocab) give
 // zero rows (the engine rejects them before they get here).
-void embedding(const bf16* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, bf16* out,
+template <typename T>
+void embedding(const T* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n, T* out,
                cudaStream_t stream);
 
 // One step's attention metadata in device memory (planned once per step from the
@@ -70,8 +81,9 @@ struct AttentionShape {
 
 // Writes this step's k, v [num_tokens, kv_dim] into the paged caches
 // [num_blocks, block_size, kv_dim] at meta.slot_mapping.
-void write_kv_cache(const bf16* k, const bf16* v, const AttentionMetadata& meta, int64_t kv_dim, bf16* k_cache,
-                    bf16* v_cache, cudaStream_t stream);
+template <typename T>
+void write_kv_cache(const T* k, const T* v, const AttentionMetadata& meta, int64_t kv_dim, T* k_cache,
+                    T* v_cache, cudaStream_t stream);
 
 // Causal attention of each query token over its sequence's cached keys and values (this
 // step's K/V already written): q, out [num_tokens, num_heads, head_dim]; caches
@@ -139,8 +151,9 @@ AttentionPlanCounts plan_attention(const int32_t* positions, const int32_t* quer
 // and shared by any number of calls (one stream at a time), unused (may be null) with one
 // split. With a plan, num_splits and the workspace serve its decode tokens (indexed by token
 // as without one).
-void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                     const AttentionShape& shape, int num_splits, void* workspace, bf16* out, cudaStream_t stream);
+template <typename T>
+void paged_attention(const T* q, const T* k_cache, const T* v_cache, const AttentionMetadata& meta,
+                     const AttentionShape& shape, int num_splits, void* workspace, T* out, cudaStream_t stream);
 
 // Greedy sampling and logprobs, one thread block per row of logits [n, vocab] (fp32):
 // next[r] = argmax (the lowest id among equal maxima, as the CPU sampler), and, when

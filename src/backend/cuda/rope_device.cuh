@@ -6,33 +6,11 @@
 // both at frequency 8j + e. A v head uses the same slices, copied.
 #pragma once
 
-#include <cuda_bf16.h>
+#include "backend/cuda/elem.cuh"
 
 #include <cstdint>
 
 namespace tessera::cuda::rope_detail {
-
-using bf16 = __nv_bfloat16;
-
-__device__ __forceinline__ void load_bf16x8(const bf16* p, float* v) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x, v[2 * i + 1] = f.y;
-  }
-}
-
-__device__ __forceinline__ void store_bf16x8(bf16* p, const float* v) {
-  uint4 u;
-  auto* h = reinterpret_cast<__nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-  *reinterpret_cast<uint4*>(p) = u;
-}
-
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
 // Where lane j's two 8-element pieces sit in its head.
 struct HeadSlice {
@@ -43,27 +21,30 @@ __device__ __forceinline__ HeadSlice head_slice(int j, int head_dim, bool interl
 }
 
 // x = head's slice (+ bias's, when not null).
-__device__ __forceinline__ void load_slice(const bf16* head, const bf16* bias, HeadSlice s, float (&x)[16]) {
-  load_bf16x8(head + s.a_off, x);
-  load_bf16x8(head + s.b_off, x + 8);
+template <typename T>
+__device__ __forceinline__ void load_slice(const T* head, const T* bias, HeadSlice s, float (&x)[16]) {
+  load_x8(head + s.a_off, x);
+  load_x8(head + s.b_off, x + 8);
   if (bias != nullptr) {
     float b[16];
-    load_bf16x8(bias + s.a_off, b);
-    load_bf16x8(bias + s.b_off, b + 8);
+    load_x8(bias + s.a_off, b);
+    load_x8(bias + s.b_off, b + 8);
 #pragma unroll
     for (int e = 0; e < 16; ++e) x[e] += b[e];
   }
 }
 
-__device__ __forceinline__ void store_slice(bf16* head, HeadSlice s, const float (&x)[16]) {
-  store_bf16x8(head + s.a_off, x);
-  store_bf16x8(head + s.b_off, x + 8);
+template <typename T>
+__device__ __forceinline__ void store_slice(T* head, HeadSlice s, const float (&x)[16]) {
+  store_x8(head + s.a_off, x);
+  store_x8(head + s.b_off, x + 8);
 }
 
-// x = rms_norm(head) * norm, rounded to bf16 as the unfused norm's output would be; the sum
+// x = rms_norm(head) * norm, rounded to T as the unfused norm's output would be; the sum
 // of squares goes over the head's lanes_per_head lanes, so every lane of the warp calls this
 // (apply false: the lane takes part in the sum only; norm null: no norm for this head).
-__device__ __forceinline__ void head_rms_norm(float (&x)[16], bool apply, const bf16* norm, float eps, int head_dim,
+template <typename T>
+__device__ __forceinline__ void head_rms_norm(float (&x)[16], bool apply, const T* norm, float eps, int head_dim,
                                               int lanes_per_head, HeadSlice s) {
   float ss = 0.0f;
 #pragma unroll
@@ -72,20 +53,20 @@ __device__ __forceinline__ void head_rms_norm(float (&x)[16], bool apply, const 
   if (!apply || norm == nullptr) return;
   const float inv_rms = rsqrtf(ss / static_cast<float>(head_dim) + eps);
   float w[16];
-  load_bf16x8(norm + s.a_off, w);
-  load_bf16x8(norm + s.b_off, w + 8);
+  load_x8(norm + s.a_off, w);
+  load_x8(norm + s.b_off, w + 8);
 #pragma unroll
-  for (int e = 0; e < 16; ++e) x[e] = round_bf16(x[e] * inv_rms * w[e]);
+  for (int e = 0; e < 16; ++e) x[e] = round_to<T>(x[e] * inv_rms * w[e]);
 }
 
 // Rotates lane j's 8 pairs by cos_s / sin_s [head_dim / 2] (the token's angles). The inputs
-// are rounded to bf16 first, as the unfused projection (and bias) output would be.
-template <bool kInterleaved>
+// are rounded to T first, as the unfused projection (and bias) output would be.
+template <typename T, bool kInterleaved>
 __device__ __forceinline__ void rotate_slice(float (&x)[16], int j, const float* cos_s, const float* sin_s) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const int i0 = kInterleaved ? 2 * e : e, i1 = kInterleaved ? 2 * e + 1 : 8 + e;
-    const float x0 = round_bf16(x[i0]), x1 = round_bf16(x[i1]);
+    const float x0 = round_to<T>(x[i0]), x1 = round_to<T>(x[i1]);
     const float c = cos_s[8 * j + e], s = sin_s[8 * j + e];
     x[i0] = x0 * c - x1 * s;
     x[i1] = x1 * c + x0 * s;
@@ -94,12 +75,13 @@ __device__ __forceinline__ void rotate_slice(float (&x)[16], int j, const float*
 
 // The layout as a branch, so that x is indexed by constants in each (a register array
 // indexed by a runtime value costs a chain of selects per element).
+template <typename T>
 __device__ __forceinline__ void rotate_slice(float (&x)[16], int j, bool interleaved, const float* cos_s,
                                              const float* sin_s) {
   if (interleaved) {
-    rotate_slice<true>(x, j, cos_s, sin_s);
+    rotate_slice<T, true>(x, j, cos_s, sin_s);
   } else {
-    rotate_slice<false>(x, j, cos_s, sin_s);
+    rotate_slice<T, false>(x, j, cos_s, sin_s);
   }
 }
 

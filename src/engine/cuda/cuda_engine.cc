@@ -28,7 +28,7 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   }
   cudaStream_t upload_stream = nullptr;
   TESSERA_CUDA_TRY(cudaStreamCreateWithFlags(&upload_stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  auto cuda_model = CudaModel::upload(model, upload_stream, config.device.cpu_offload_bytes);
+  auto cuda_model = CudaModel::upload(model, config.dtype, upload_stream, config.device.cpu_offload_bytes);
   cudaStreamDestroy(upload_stream);
   if (!cuda_model.ok()) return cuda_model.status();
   const size_t weight_bytes = (*cuda_model)->weight_bytes();
@@ -47,11 +47,14 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
   const double utilization = config.device.gpu_memory_utilization;
   const int64_t allowed = static_cast<int64_t>(utilization * static_cast<double>(total_bytes));
   const int64_t in_use = static_cast<int64_t>(total_bytes - free_bytes);
-  if (config.cache.kv_dtype && *config.cache.kv_dtype != KvDtype::kBfloat16) {
+  // The KV cache holds K and V as the attention kernels read them: the compute dtype.
+  const KvDtype kv = config.dtype == DType::kF16 ? KvDtype::kFloat16 : KvDtype::kBfloat16;
+  if (config.cache.kv_dtype && *config.cache.kv_dtype != kv) {
     return Status::error(std::string("kv_cache_dtype ") + kv_dtype_name(*config.cache.kv_dtype) +
-                         " is not supported on CUDA, whose KV cache is bfloat16 (auto)");
+                         " is not supported on CUDA, whose KV cache is the compute dtype (" + kv_dtype_name(kv) +
+                         ", auto)");
   }
-  config.cache.kv_dtype = KvDtype::kBfloat16;
+  config.cache.kv_dtype = kv;
   if (config.cache.kv_cache_memory == 0) {  // not set: what the share leaves
     config.cache.kv_cache_memory = allowed - in_use - kHeadroom;
     if (config.cache.kv_cache_memory <= 0) {
@@ -75,8 +78,9 @@ Result<std::unique_ptr<EngineCore>> create_cuda_engine(const DecoderModel& model
     }
   }
   if (config.log_stats) {
-    std::fprintf(stderr, "tessera: CUDA device 0: %s, %d SMs, %zu MiB; weights %zu MiB (bf16) copied in %.2f s\n",
-                 prop.name, prop.multiProcessorCount, total_bytes >> 20, weight_bytes >> 20, load_s);
+    std::fprintf(stderr, "tessera: CUDA device 0: %s, %d SMs, %zu MiB; weights %zu MiB (%s) copied in %.2f s\n",
+                 prop.name, prop.multiProcessorCount, total_bytes >> 20, weight_bytes >> 20,
+                 config.dtype == DType::kF16 ? "float16" : "bfloat16", load_s);
     if (offloaded_bytes > 0) {
       std::fprintf(stderr, "tessera: %zu MiB of weights in pinned host memory (cpu_offload_gb), read over PCIe every step\n",
                    offloaded_bytes >> 20);

@@ -48,11 +48,16 @@ Status CudaActivations::allocate(const ModelConfig& c, int64_t tokens, int64_t r
   return cuda_status(cudaMemset(attention_workspace.get(), 0, attention_workspace_bytes), "the attention workspace");
 }
 
-Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, cudaStream_t stream,
+Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, DType dtype, cudaStream_t stream,
                                                      int64_t offload_bytes) {
+  if (dtype != DType::kBF16 && dtype != DType::kF16) {
+    return Status::error(std::string("the CUDA backend computes in bfloat16 or float16, not ") +
+                         std::string(dtype_name(dtype)));
+  }
   auto m = std::unique_ptr<CudaModel>(new CudaModel());
   const ModelConfig& c = model.config();
   m->config_ = c;
+  m->dtype_ = dtype;
   m->definition_ = model.definition();
   const int64_t d = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
   const int64_t q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
@@ -74,7 +79,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
     return at;
   };
   // Whole layers from the last, until at least offload_bytes of linears are offloaded.
-  const int64_t layer_linear_bytes = static_cast<int64_t>(sizeof(bf16)) * (qkv_rows * d + d * q_rows + 3 * inter * d);
+  const int64_t layer_linear_bytes = static_cast<int64_t>(sizeof(Elem16)) * (qkv_rows * d + d * q_rows + 3 * inter * d);
   const int64_t num_layers = static_cast<int64_t>(model.layers().size());
   const int64_t offloaded_layers =
       offload_bytes <= 0 ? 0 : std::min(num_layers, (offload_bytes + layer_linear_bytes - 1) / layer_linear_bytes);
@@ -104,7 +109,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
     offs.push_back(o);
   }
   if (Status s = m->weights_.allocate(static_cast<size_t>(total), "the model weights"); !s.ok()) return s;
-  bf16* base = m->weights_.get();
+  Elem16* base = m->weights_.get();
   if (host_total > 0) {  // pinned, so the device reads it in place (unified addressing)
     if (Status s = m->host_weights_.allocate(static_cast<size_t>(host_total), "offloaded weights (cpu_offload_gb)");
         !s.ok()) {
@@ -112,11 +117,14 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
     }
   }
 
-  WeightUploader up(stream);
+  WeightUploader up(stream, dtype);
+  auto dense = [dtype](const Elem16* w, int64_t out, int64_t in) {
+    return dtype == DType::kF16 ? DeviceLinear::dense(as<f16>(w), out, in) : DeviceLinear::dense(as<bf16>(w), out, in);
+  };
   if (Status s = up.init(); !s.ok()) return s;
   m->embedding_ = base + emb_at;
   if (Status s = up.upload(model.embedding(), m->embedding_rows_, m->embedding_); !s.ok()) return s;
-  m->lm_head_ = DeviceLinear::dense_bf16(base + head_at, c.vocab_size, d);
+  m->lm_head_ = dense(base + head_at, c.vocab_size, d);
   if (!tied) {
     if (Status s = up.upload(model.lm_head().weight(), c.vocab_size, base + head_at); !s.ok()) return s;
   }
@@ -125,14 +133,14 @@ Result<std::unique_ptr<CudaModel>> CudaModel::upload(const DecoderModel& model, 
   for (size_t i = 0; i < offs.size(); ++i) {
     const DecoderModel::Layer& l = model.layers()[i];
     const Offsets& o = offs[i];
-    bf16* linears = o.host ? m->host_weights_.get() : base;  // where qkv, o, gate_up, down live
+    Elem16* linears = o.host ? m->host_weights_.get() : base;  // where qkv, o, gate_up, down live
     CudaLayer cl;
     cl.attn_norm = base + o.attn_norm;
     cl.ffn_norm = base + o.ffn_norm;
-    cl.qkv = DeviceLinear::dense_bf16(linears + o.qkv, qkv_rows, d);
-    cl.o = DeviceLinear::dense_bf16(linears + o.o, d, q_rows);
-    cl.gate_up = DeviceLinear::dense_bf16(linears + o.gate_up, 2 * inter, d);
-    cl.down = DeviceLinear::dense_bf16(linears + o.down, d, inter);
+    cl.qkv = dense(linears + o.qkv, qkv_rows, d);
+    cl.o = dense(linears + o.o, d, q_rows);
+    cl.gate_up = dense(linears + o.gate_up, 2 * inter, d);
+    cl.down = dense(linears + o.down, d, inter);
     const AttentionBlock& a = l.attention;
     Status s = up.upload(l.attn_norm, cl.attn_norm);
     if (s.ok()) s = up.upload(l.ffn_norm, cl.ffn_norm);
@@ -183,6 +191,7 @@ bool CudaModel::uses_gemv(int64_t num_tokens) const {
 // norm and a SiLU kernel between; docs/benchmarks.md). More tokens: cuBLASLt GEMMs with
 // separate norms, each block's output left in act.branch and added into the residual stream
 // by the next norm (fused add + norm).
+template <typename T>
 class CudaModel::Pass : public DecoderBackend {
  public:
   Pass(CudaModel& m, const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
@@ -208,26 +217,28 @@ class CudaModel::Pass : public DecoderBackend {
   }
 
   Status embed() override {
-    embedding(m_.embedding_, m_.embedding_rows_, d_, step_.token_ids, n_, act_.hidden.get(), stream_);
+    embedding(as<T>(m_.embedding_), m_.embedding_rows_, d_, step_.token_ids, n_, hidden(), stream_);
     mark(OpTimer::kEmbed);
     return Status();
   }
 
   Status attention_block(int64_t l) override {
     const CudaLayer& w = m_.layers_[static_cast<size_t>(l)];
-    bf16* k_cache = kv_.k(l);
-    bf16* v_cache = kv_.v(l);
+    T* k_cache = as<T>(kv_.k(l));
+    T* v_cache = as<T>(kv_.v(l));
+    T* qkv = as<T>(act_.qkv.get());
+    T* attn = as<T>(act_.attn.get());
     if (small_) {
-      TESSERA_GEMM_TRY(w.qkv.gemv({act_.hidden.get(), nullptr, w.attn_norm, eps_}, n_, act_.qkv.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(w.qkv.gemv(GemvInput<T>{hidden(), nullptr, as<T>(w.attn_norm), eps_}, n_, qkv, stream_, pdl_));
     } else {
       // branch = norm(hidden); from the second layer on, hidden += the last MLP output first.
       if (l == 0) {
-        rms_norm(act_.hidden.get(), w.attn_norm, eps_, n_, d_, act_.branch.get(), stream_);
+        rms_norm(hidden(), as<T>(w.attn_norm), eps_, n_, d_, branch(), stream_);
       } else {
-        fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.attn_norm, eps_, n_, d_, stream_);
+        fused_add_rms_norm(branch(), hidden(), as<T>(w.attn_norm), eps_, n_, d_, stream_);
       }
       mark(OpTimer::kNorm);
-      TESSERA_GEMM_TRY(w.qkv.matmul(m_.gemm_, act_.branch.get(), n_, act_.qkv.get(), stream_));
+      TESSERA_GEMM_TRY(w.qkv.matmul(m_.gemm_, branch(), n_, qkv, stream_));
     }
     mark(OpTimer::kQkvGemm);
     if (step_.kv_layer_ready != nullptr) {
@@ -236,22 +247,23 @@ class CudaModel::Pass : public DecoderBackend {
       }
     }
     if (step_.one_token_per_seq) {  // one kernel: no token reads another's new K/V
-      const QkvRope rope{w.qkv_bias, w.q_norm, w.k_norm, eps_, m_.inv_freq_.get(), c_.rope_layout};
-      rope_paged_attention(act_.qkv.get(), rope, step_.meta, shape_, step_.num_splits, act_.attention_workspace.get(),
-                           act_.q.get(), k_cache, v_cache, act_.attn.get(), stream_);
+      const QkvRope<T> rope{as<T>(w.qkv_bias), as<T>(w.q_norm), as<T>(w.k_norm), eps_, m_.inv_freq_.get(),
+                            c_.rope_layout};
+      rope_paged_attention(qkv, rope, step_.meta, shape_, step_.num_splits, act_.attention_workspace.get(),
+                           as<T>(act_.q.get()), k_cache, v_cache, attn, stream_);
     } else {
-      qkv_rope_cache(act_.qkv.get(), w.qkv_bias, w.q_norm, w.k_norm, eps_, step_.meta.positions,
-                     step_.meta.slot_mapping, n_, nh_, nkv_, hd_, m_.inv_freq_.get(), c_.rope_layout, act_.q.get(),
-                     k_cache, v_cache, stream_);
+      qkv_rope_cache(qkv, as<T>(w.qkv_bias), as<T>(w.q_norm), as<T>(w.k_norm), eps_, step_.meta.positions,
+                     step_.meta.slot_mapping, n_, nh_, nkv_, hd_, m_.inv_freq_.get(), c_.rope_layout,
+                     as<T>(act_.q.get()), k_cache, v_cache, stream_);
       mark(OpTimer::kRopeCache);
-      paged_attention(act_.q.get(), k_cache, v_cache, step_.meta, shape_, step_.num_splits,
-                      act_.attention_workspace.get(), act_.attn.get(), stream_);
+      paged_attention(as<T>(act_.q.get()), k_cache, v_cache, step_.meta, shape_, step_.num_splits,
+                      act_.attention_workspace.get(), attn, stream_);
     }
     mark(OpTimer::kAttention);
     if (small_) {
-      TESSERA_GEMM_TRY(w.o.gemv_add({act_.attn.get()}, n_, act_.hidden.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(w.o.gemv_add(GemvInput<T>{attn}, n_, hidden(), stream_, pdl_));
     } else {
-      TESSERA_GEMM_TRY(w.o.matmul(m_.gemm_, act_.attn.get(), n_, act_.branch.get(), stream_));
+      TESSERA_GEMM_TRY(w.o.matmul(m_.gemm_, attn, n_, branch(), stream_));
     }
     mark(OpTimer::kOGemm);
     return Status();
@@ -259,30 +271,32 @@ class CudaModel::Pass : public DecoderBackend {
 
   Status gated_mlp_block(int64_t l) override {
     const CudaLayer& w = m_.layers_[static_cast<size_t>(l)];
+    T* act = as<T>(act_.act.get());
     if (bulk_) {
       TESSERA_GEMM_TRY(
-          w.gate_up.gemv_silu_mul({act_.hidden.get(), nullptr, w.ffn_norm, eps_}, n_, act_.act.get(), stream_, pdl_));
+          w.gate_up.gemv_silu_mul(GemvInput<T>{hidden(), nullptr, as<T>(w.ffn_norm), eps_}, n_, act, stream_, pdl_));
       mark(OpTimer::kGateUpGemm);
-      TESSERA_GEMM_TRY(w.down.gemv_add({act_.act.get()}, n_, act_.hidden.get(), stream_, pdl_));
+      TESSERA_GEMM_TRY(w.down.gemv_add(GemvInput<T>{act}, n_, hidden(), stream_, pdl_));
       mark(OpTimer::kDownGemm);
       return Status();
     }
     if (small_) {
-      rms_norm(act_.hidden.get(), w.ffn_norm, eps_, n_, d_, act_.branch.get(), stream_);
+      rms_norm(hidden(), as<T>(w.ffn_norm), eps_, n_, d_, branch(), stream_);
     } else {
-      fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), w.ffn_norm, eps_, n_, d_, stream_);
+      fused_add_rms_norm(branch(), hidden(), as<T>(w.ffn_norm), eps_, n_, d_, stream_);
     }
     mark(OpTimer::kNorm);
-    TESSERA_GEMM_TRY(w.gate_up.matmul(m_.gemm_, act_.branch.get(), n_, act_.gate_up.get(), stream_));
+    T* gate_up = as<T>(act_.gate_up.get());
+    TESSERA_GEMM_TRY(w.gate_up.matmul(m_.gemm_, branch(), n_, gate_up, stream_));
     mark(OpTimer::kGateUpGemm);
-    silu_and_mul_fused(act_.gate_up.get(), n_, inter_, act_.act.get(), stream_);
+    silu_and_mul_fused(gate_up, n_, inter_, act, stream_);
     mark(OpTimer::kSilu);
     // Decode adds the MLP output into the residual stream here; larger steps leave it in
     // branch for the next layer's (or the final) fused add + norm.
     if (small_) {
-      TESSERA_GEMM_TRY(w.down.matmul_add(m_.gemm_, act_.act.get(), n_, act_.hidden.get(), stream_));
+      TESSERA_GEMM_TRY(w.down.matmul_add(m_.gemm_, act, n_, hidden(), stream_));
     } else {
-      TESSERA_GEMM_TRY(w.down.matmul(m_.gemm_, act_.act.get(), n_, act_.branch.get(), stream_));
+      TESSERA_GEMM_TRY(w.down.matmul(m_.gemm_, act, n_, branch(), stream_));
     }
     mark(OpTimer::kDownGemm);
     return Status();
@@ -293,8 +307,8 @@ class CudaModel::Pass : public DecoderBackend {
   // the rows that need logits.
   Status final_norm() override {
     if (!small_) {
-      fused_add_rms_norm(act_.branch.get(), act_.hidden.get(), m_.final_norm_, eps_, n_, d_, stream_);
-      gather_rows(act_.branch.get(), step_.logits_indices, num_rows_, d_, act_.selected.get(), stream_);
+      fused_add_rms_norm(branch(), hidden(), as<T>(m_.final_norm_), eps_, n_, d_, stream_);
+      gather_rows(branch(), step_.logits_indices, num_rows_, d_, as<T>(act_.selected.get()), stream_);
       mark(OpTimer::kLogitsRows);
     }
     return cuda_status(cudaGetLastError(), "forward");
@@ -304,6 +318,8 @@ class CudaModel::Pass : public DecoderBackend {
   void mark(OpTimer::Op op) {
     if (m_.timer_ != nullptr) m_.timer_->mark(op, stream_);
   }
+  T* hidden() { return as<T>(act_.hidden.get()); }
+  T* branch() { return as<T>(act_.branch.get()); }
 
   CudaModel& m_;
   const ModelConfig& c_;
@@ -322,25 +338,41 @@ class CudaModel::Pass : public DecoderBackend {
 
 Status CudaModel::forward_hidden(const CudaStep& step, int64_t num_rows, const CudaKvCache& kv, CudaActivations& act,
                                  cudaStream_t stream) {
-  Pass pass(*this, step, num_rows, kv, act, stream);
-  TESSERA_RETURN_IF_ERROR(pass.prepare());
-  return definition_(config_, pass);
+  auto run = [&](auto& pass) -> Status {
+    TESSERA_RETURN_IF_ERROR(pass.prepare());
+    return definition_(config_, pass);
+  };
+  if (dtype_ == DType::kF16) {
+    Pass<f16> pass(*this, step, num_rows, kv, act, stream);
+    return run(pass);
+  }
+  Pass<bf16> pass(*this, step, num_rows, kv, act, stream);
+  return run(pass);
 }
 
 Status CudaModel::lm_head(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
                           float* logits, cudaStream_t stream) {
+  if (dtype_ == DType::kF16) return lm_head_as<f16>(step, act, first_row, num_rows, logits, stream);
+  return lm_head_as<bf16>(step, act, first_row, num_rows, logits, stream);
+}
+
+template <typename T>
+Status CudaModel::lm_head_as(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
+                             float* logits, cudaStream_t stream) {
   const int64_t d = config_.hidden_size;
   const bool bulk = step.meta.num_tokens <= bulk_decode_tokens_;
+  T* hidden = as<T>(act.hidden.get());
+  const T* norm = as<T>(final_norm_);
   if (uses_gemv(step.meta.num_tokens) && bulk) {
     // The residual stream's rows, gathered and normed in the GEMV's prologue.
     TESSERA_GEMM_TRY(lm_head_.gemv_f32(
-        {act.hidden.get(), step.logits_indices + first_row, final_norm_, static_cast<float>(config_.rms_norm_eps)},
+        GemvInput<T>{hidden, step.logits_indices + first_row, norm, static_cast<float>(config_.rms_norm_eps)},
         num_rows, logits, stream, GemvOptions{.pdl = true, .variant = kGemvBulkVariant}));
   } else {
-    bf16* rows = act.selected.get() + first_row * d;
+    T* rows = as<T>(act.selected.get()) + first_row * d;
     if (uses_gemv(step.meta.num_tokens)) {  // the rows are not gathered and normed yet
-      gather_rows(act.hidden.get(), step.logits_indices + first_row, num_rows, d, rows, stream);
-      rms_norm(rows, final_norm_, static_cast<float>(config_.rms_norm_eps), num_rows, d, rows, stream);
+      gather_rows(hidden, step.logits_indices + first_row, num_rows, d, rows, stream);
+      rms_norm(rows, norm, static_cast<float>(config_.rms_norm_eps), num_rows, d, rows, stream);
     }
     TESSERA_GEMM_TRY(lm_head_.matmul_f32(gemm_, rows, num_rows, logits, stream));
   }

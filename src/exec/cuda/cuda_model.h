@@ -1,7 +1,8 @@
-// CudaModel: a DecoderModel's weights on the device, its linear layers as DeviceLinears (bf16
-// today; q/k/v and gate/up fused into one matrix each), and its forward pass: the model's DecoderDefinition run over the CUDA
-// ops (CudaModel::Pass) on one stream, with no host synchronization inside, so a decode step
-// can be captured into a CUDA graph.
+// CudaModel: a DecoderModel's weights on the device in the compute dtype (bf16 or f16), its
+// linear layers as DeviceLinears (q/k/v and gate/up fused into one matrix each), and its
+// forward pass: the model's DecoderDefinition run over the CUDA ops (CudaModel::Pass<T>, T the
+// compute dtype's element type) on one stream, with no host synchronization inside, so a
+// decode step can be captured into a CUDA graph.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,19 +15,21 @@
 #include "backend/cuda/ops.h"
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/device_linear.h"
+#include "exec/cuda/elem16.h"
 #include "exec/cuda/op_timer.h"
 #include "model/layers/decoder_model.h"
 #include "tessera/tuning.h"
 
 namespace tessera::cuda {
 
+// Element pointers below are of the compute dtype (Elem16: elem16.h).
 struct CudaLayer {
-  bf16* attn_norm = nullptr;  // [hidden]
-  bf16* ffn_norm = nullptr;   // [hidden]
-  DeviceLinear qkv;           // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]: q, k, v rows
-  bf16* qkv_bias = nullptr;   // [(num_heads + 2 * num_kv_heads) * head_dim] or null
-  bf16* q_norm = nullptr;     // [head_dim] or null (Qwen3)
-  bf16* k_norm = nullptr;     // [head_dim] or null
+  Elem16* attn_norm = nullptr;  // [hidden]
+  Elem16* ffn_norm = nullptr;   // [hidden]
+  DeviceLinear qkv;             // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]: q, k, v rows
+  Elem16* qkv_bias = nullptr;   // [(num_heads + 2 * num_kv_heads) * head_dim] or null
+  Elem16* q_norm = nullptr;     // [head_dim] or null (Qwen3)
+  Elem16* k_norm = nullptr;     // [head_dim] or null
   DeviceLinear o;             // [hidden, num_heads * head_dim]
   DeviceLinear gate_up;       // [2 * intermediate, hidden]: gate rows, then up rows
   DeviceLinear down;          // [hidden, intermediate]
@@ -35,27 +38,28 @@ struct CudaLayer {
 // Device buffers of one step, allocated once for at most max_tokens tokens and max_rows
 // logits rows; their addresses never change (CUDA graphs replay them).
 struct CudaActivations {
-  DeviceBuffer<bf16> hidden;    // [max_tokens, hidden] residual stream
-  DeviceBuffer<bf16> branch;    // [max_tokens, hidden] normed input / block output
-  DeviceBuffer<bf16> qkv;       // [max_tokens, (num_heads + 2 * num_kv_heads) * head_dim]
-  DeviceBuffer<bf16> q;         // [max_tokens, num_heads * head_dim]
-  DeviceBuffer<bf16> attn;      // [max_tokens, num_heads * head_dim]
-  DeviceBuffer<bf16> gate_up;   // [max_tokens, 2 * intermediate]
-  DeviceBuffer<bf16> act;       // [max_tokens, intermediate]
-  DeviceBuffer<bf16> selected;  // [max_rows, hidden] rows that need logits
+  DeviceBuffer<Elem16> hidden;    // [max_tokens, hidden] residual stream
+  DeviceBuffer<Elem16> branch;    // [max_tokens, hidden] normed input / block output
+  DeviceBuffer<Elem16> qkv;       // [max_tokens, (num_heads + 2 * num_kv_heads) * head_dim]
+  DeviceBuffer<Elem16> q;         // [max_tokens, num_heads * head_dim]
+  DeviceBuffer<Elem16> attn;      // [max_tokens, num_heads * head_dim]
+  DeviceBuffer<Elem16> gate_up;   // [max_tokens, 2 * intermediate]
+  DeviceBuffer<Elem16> act;       // [max_tokens, intermediate]
+  DeviceBuffer<Elem16> selected;  // [max_rows, hidden] rows that need logits
   DeviceBuffer<char> attention_workspace;
   int64_t max_tokens = 0;
   int64_t max_rows = 0;
   Status allocate(const ModelConfig& c, int64_t max_tokens, int64_t max_rows, size_t attention_workspace_bytes);
 };
 
-// The KV cache on the device: per layer K and V [num_blocks, block_size, num_kv_heads, head_dim].
+// The KV cache on the device: per layer K and V [num_blocks, block_size, num_kv_heads, head_dim]
+// in the compute dtype.
 struct CudaKvCache {
-  DeviceBuffer<bf16> storage;
+  DeviceBuffer<Elem16> storage;
   int64_t block_size = 16;
   int64_t layer_elems = 0;  // elements of one layer's K (or V)
-  bf16* k(int64_t layer) const { return storage.get() + (2 * layer) * layer_elems; }
-  bf16* v(int64_t layer) const { return storage.get() + (2 * layer + 1) * layer_elems; }
+  Elem16* k(int64_t layer) const { return storage.get() + (2 * layer) * layer_elems; }
+  Elem16* v(int64_t layer) const { return storage.get() + (2 * layer + 1) * layer_elems; }
 };
 
 // One step's inputs in device memory.
@@ -75,17 +79,19 @@ struct CudaStep {
 
 class CudaModel {
  public:
-  // Copies the weights of `model` to the current device. With offload_bytes, the linear
+  // Copies the weights of `model` to the current device as dtype (kBF16 or kF16: the compute
+  // dtype of every step). With offload_bytes, the linear
   // layers of the last layers, whole layers until at least that many bytes, go to pinned host
   // memory instead, which the kernels read over PCIe through unified addressing (vLLM's
   // cpu_offload_gb): a model larger than the device's memory runs, slower.
-  static Result<std::unique_ptr<CudaModel>> upload(const DecoderModel& model, cudaStream_t stream,
+  static Result<std::unique_ptr<CudaModel>> upload(const DecoderModel& model, DType dtype, cudaStream_t stream,
                                                    int64_t offload_bytes = 0);
 
   const ModelConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
   // Bytes of weights in device memory, and in host memory (offloaded).
-  size_t weight_bytes() const { return weights_.size() * sizeof(bf16) + inv_freq_.size() * sizeof(float); }
-  size_t offloaded_bytes() const { return host_weights_.size() * sizeof(bf16); }
+  size_t weight_bytes() const { return weights_.size() * sizeof(Elem16) + inv_freq_.size() * sizeof(float); }
+  size_t offloaded_bytes() const { return host_weights_.size() * sizeof(Elem16); }
 
   // Runs the layers over step.meta.num_tokens tokens: the residual stream ends in
   // act.hidden; with more tokens than uses_gemv takes, the final-normed rows
@@ -105,16 +111,21 @@ class CudaModel {
   void set_tuning(const Tuning& tuning);
 
  private:
+  template <typename T>
   class Pass;  // the DecoderBackend of one forward pass
+  template <typename T>
+  Status lm_head_as(const CudaStep& step, const CudaActivations& act, int64_t first_row, int64_t num_rows,
+                    float* logits, cudaStream_t stream);
   ModelConfig config_;
+  DType dtype_ = DType::kBF16;  // of the weights, activations and KV cache
   DecoderDefinition definition_ = nullptr;  // the architecture's, from the DecoderModel
-  DeviceBuffer<bf16> weights_;       // one arena; the pointers below point into it
-  PinnedBuffer<bf16> host_weights_;  // the offloaded layers' linears (empty: none)
+  DeviceBuffer<Elem16> weights_;       // one arena; the pointers below point into it
+  PinnedBuffer<Elem16> host_weights_;  // the offloaded layers' linears (empty: none)
   DeviceBuffer<float> inv_freq_;  // [head_dim / 2]
-  bf16* embedding_ = nullptr;     // [embedding rows, hidden]
+  Elem16* embedding_ = nullptr;   // [embedding rows, hidden]
   int64_t embedding_rows_ = 0;
   DeviceLinear lm_head_;          // [vocab, hidden]
-  bf16* final_norm_ = nullptr;    // [hidden]
+  Elem16* final_norm_ = nullptr;  // [hidden]
   std::vector<CudaLayer> layers_;
   Gemm gemm_;
   OpTimer* timer_ = nullptr;

@@ -151,7 +151,10 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
 
 Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
   const KvCacheShape& s = plan.shape;
-  if (s.dtype != KvDtype::kBfloat16) return Status::error("the CUDA KV cache is bf16: plan it as bfloat16");
+  const KvDtype want = model_->dtype() == DType::kF16 ? KvDtype::kFloat16 : KvDtype::kBfloat16;
+  if (s.dtype != want) {
+    return Status::error(std::string("the CUDA KV cache holds the compute dtype: plan it as ") + kv_dtype_name(want));
+  }
   kv_.block_size = s.block_size;
   kv_.layer_elems = s.num_blocks * s.block_size * s.kv_dim();
   if (Status st = kv_.storage.allocate(static_cast<size_t>(2 * s.num_layers * kv_.layer_elems), "the KV cache");
@@ -162,7 +165,7 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
   // contiguous.
   if (Status st = offload_.init(plan.num_host_blocks, s.num_layers, s.block_size * s.kv_dim()); !st.ok()) return st;
   // Unwritten slots are never read, but zeros keep stray reads finite.
-  return cuda_status(cudaMemsetAsync(kv_.storage.get(), 0, kv_.storage.size() * sizeof(bf16), stream_), "KV cache");
+  return cuda_status(cudaMemsetAsync(kv_.storage.get(), 0, kv_.storage.size() * sizeof(Elem16), stream_), "KV cache");
 }
 
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {

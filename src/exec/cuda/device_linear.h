@@ -17,43 +17,58 @@ namespace tessera::cuda {
 
 enum class LinearKind : uint8_t {
   kBf16,  // dense bf16 [out_features, in_features], row-major (checkpoints of any dtype, converted at upload)
+  kF16,   // the same in fp16 (dtype half)
 };
 
 class DeviceLinear {
  public:
   DeviceLinear() = default;
-  // w: [out_features, in_features] bf16 in device memory (not owned).
-  static DeviceLinear dense_bf16(const bf16* w, int64_t out_features, int64_t in_features);
+  // w: [out_features, in_features] bf16 or f16 in device memory (not owned).
+  static DeviceLinear dense(const bf16* w, int64_t out_features, int64_t in_features);
+  static DeviceLinear dense(const f16* w, int64_t out_features, int64_t in_features);
 
   LinearKind kind() const { return kind_; }
   int64_t out_features() const { return out_; }
   int64_t in_features() const { return in_; }
 
-  // Each returns empty when queued on the stream, else what was refused.
+  // Each returns empty when queued on the stream, else what was refused (a weight of
+  // another element type than the activations' T included). T: bf16 or f16.
   // Products over many rows (prefill, mixed and larger decode steps): cuBLASLt GEMMs.
   // y [n, out] = x [n, in] . W^T
-  std::string matmul(Gemm& gemm, const bf16* x, int64_t n, bf16* y, cudaStream_t stream) const;
+  template <typename T>
+  std::string matmul(Gemm& gemm, const T* x, int64_t n, T* y, cudaStream_t stream) const;
   // y [n, out] fp32 (logits).
-  std::string matmul_f32(Gemm& gemm, const bf16* x, int64_t n, float* y, cudaStream_t stream) const;
+  template <typename T>
+  std::string matmul_f32(Gemm& gemm, const T* x, int64_t n, float* y, cudaStream_t stream) const;
   // residual [n, out] += x . W^T, one rounding.
-  std::string matmul_add(Gemm& gemm, const bf16* x, int64_t n, bf16* residual, cudaStream_t stream) const;
+  template <typename T>
+  std::string matmul_add(Gemm& gemm, const T* x, int64_t n, T* residual, cudaStream_t stream) const;
 
   // Decode products (n <= kGemvMaxTokens) that stream the weight, with the input's gather
   // and RMSNorm in the prologue (GemvInput).
   // Whether this weight's GEMV kernels take n tokens.
   bool gemv_supported(int64_t n) const;
-  std::string gemv(const GemvInput& x, int64_t n, bf16* y, cudaStream_t stream, const GemvOptions& opt) const;
-  std::string gemv_f32(const GemvInput& x, int64_t n, float* y, cudaStream_t stream, const GemvOptions& opt) const;
-  std::string gemv_add(const GemvInput& x, int64_t n, bf16* residual, cudaStream_t stream,
+  template <typename T>
+  std::string gemv(const GemvInput<T>& x, int64_t n, T* y, cudaStream_t stream, const GemvOptions& opt) const;
+  template <typename T>
+  std::string gemv_f32(const GemvInput<T>& x, int64_t n, float* y, cudaStream_t stream,
+                       const GemvOptions& opt) const;
+  template <typename T>
+  std::string gemv_add(const GemvInput<T>& x, int64_t n, T* residual, cudaStream_t stream,
                        const GemvOptions& opt) const;
   // A fused gate/up weight [2 * inter, in] (gate rows, then up rows): y [n, inter] =
   // silu(x . gate^T) * (x . up^T).
-  std::string gemv_silu_mul(const GemvInput& x, int64_t n, bf16* y, cudaStream_t stream,
+  template <typename T>
+  std::string gemv_silu_mul(const GemvInput<T>& x, int64_t n, T* y, cudaStream_t stream,
                             const GemvOptions& opt) const;
 
  private:
+  // The weight as T, or null when this kind is not a dense T weight.
+  template <typename T>
+  const T* dense_weight() const;
+
   LinearKind kind_ = LinearKind::kBf16;
-  const bf16* weight_ = nullptr;
+  const void* weight_ = nullptr;
   int64_t out_ = 0, in_ = 0;
 };
 

@@ -58,9 +58,9 @@ Status KvOffloadCopier::enqueue(const KvCopies& copies, const CudaKvCache& kv, c
       if (Status s = check(c, kv); !s.ok()) return s;
     }
   }
-  const size_t slab = static_cast<size_t>(slab_elems_) * sizeof(bf16);
+  const size_t slab = static_cast<size_t>(slab_elems_) * sizeof(Elem16);
   auto device_slab = [&](int32_t block, int64_t layer, int kv_half) {
-    bf16* base = kv_half == 0 ? kv.k(layer) : kv.v(layer);
+    Elem16* base = kv_half == 0 ? kv.k(layer) : kv.v(layer);
     return reinterpret_cast<char*>(base) + static_cast<size_t>(block) * slab;
   };
   auto host_block = [&](int32_t block) {
@@ -100,7 +100,7 @@ Status KvOffloadCopier::enqueue(const KvCopies& copies, const CudaKvCache& kv, c
     }
     // The device's slabs of a block sit layer_elems apart (K and V of every layer), the host's
     // back to back: one strided copy per block.
-    const size_t pitch = static_cast<size_t>(kv.layer_elems) * sizeof(bf16);
+    const size_t pitch = static_cast<size_t>(kv.layer_elems) * sizeof(Elem16);
     const size_t rows = static_cast<size_t>(2 * num_layers_);
     for (const KvBlockCopy& c : copies.loads) {
       char* dev = device_slab(c.device_block, 0, 0);

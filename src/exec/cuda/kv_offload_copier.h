@@ -59,7 +59,7 @@ class KvOffloadCopier {
 
   int32_t num_host_blocks_ = 0;
   int64_t num_layers_ = 0, slab_elems_ = 0;
-  PinnedBuffer<bf16> host_;  // [num_host_blocks][2 x layers][slab]: K, V of layer 0, then 1, ...
+  PinnedBuffer<Elem16> host_;  // [num_host_blocks][2 x layers][slab]: K, V of layer 0, then 1, ...
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t step_begin_ = nullptr;         // on the main stream: what the stores must follow
   std::vector<cudaEvent_t> layer_stored_[kSets];  // on the copy stream: layer l's stores done

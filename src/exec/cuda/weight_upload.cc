@@ -1,11 +1,10 @@
 #include "exec/cuda/weight_upload.h"
 
-#include <cuda_bf16.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/dequantize.h"
+#include "common/half.h"
 
 namespace tessera::cuda {
 
@@ -23,7 +22,7 @@ Status WeightUploader::init() {
   return Status();
 }
 
-Result<bf16*> WeightUploader::next_staging() {
+Result<Elem16*> WeightUploader::next_staging() {
   const int i = next_;
   next_ = 1 - next_;
   if (pending_[i]) TESSERA_CUDA_TRY(cudaEventSynchronize(done_[i]), "weight upload");
@@ -31,18 +30,20 @@ Result<bf16*> WeightUploader::next_staging() {
   return staging_[i].get();
 }
 
-Status WeightUploader::send(bf16* staging, size_t count, bf16* dst) {
+Elem16 WeightUploader::convert(float f) const { return to_ == DType::kF16 ? f32_to_f16(f) : f32_to_bf16(f); }
+
+Status WeightUploader::send(Elem16* staging, size_t count, Elem16* dst) {
   const int i = staging == staging_[0].get() ? 0 : 1;
   // cudaMemcpyDefault: dst may be pinned host memory (offloaded weights, cpu_offload_gb).
-  TESSERA_CUDA_TRY(cudaMemcpyAsync(dst, staging, count * sizeof(bf16), cudaMemcpyDefault, stream_),
+  TESSERA_CUDA_TRY(cudaMemcpyAsync(dst, staging, count * sizeof(Elem16), cudaMemcpyDefault, stream_),
                    "weight upload");
   TESSERA_CUDA_TRY(cudaEventRecord(done_[i], stream_), "cudaEventRecord");
   pending_[i] = true;
-  bytes_ += count * sizeof(bf16);
+  bytes_ += count * sizeof(Elem16);
   return Status();
 }
 
-Status WeightUploader::upload(const TensorView& w, int64_t rows, bf16* dst) {
+Status WeightUploader::upload(const TensorView& w, int64_t rows, Elem16* dst) {
   const int64_t cols = w.cols();
   const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingElems) / cols);
   if (cols > static_cast<int64_t>(kStagingElems)) return Status::error("weight row too long to stage");
@@ -50,18 +51,19 @@ Status WeightUploader::upload(const TensorView& w, int64_t rows, bf16* dst) {
     const int64_t nr = std::min(rows_per_chunk, rows - r0);
     auto staging = next_staging();
     if (!staging.ok()) return staging.status();
-    bf16* out = *staging;
+    Elem16* out = *staging;
+    const bool same = w.dtype == to_;
 #pragma omp parallel
     {
-      std::vector<float> row(w.dtype == DType::kBF16 ? 0 : static_cast<size_t>(cols));
+      std::vector<float> row(same ? 0 : static_cast<size_t>(cols));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < nr; ++r) {
-        bf16* o = out + r * cols;
-        if (w.dtype == DType::kBF16) {
-          std::memcpy(o, w.row(r0 + r), static_cast<size_t>(cols) * sizeof(bf16));
+        Elem16* o = out + r * cols;
+        if (same) {
+          std::memcpy(o, w.row(r0 + r), static_cast<size_t>(cols) * sizeof(Elem16));
         } else {
           cpu::dequantize_row(w.dtype, w.row(r0 + r), row.data(), cols);
-          for (int64_t c = 0; c < cols; ++c) o[c] = __float2bfloat16(row[c]);
+          for (int64_t c = 0; c < cols; ++c) o[c] = convert(row[c]);
         }
       }
     }
@@ -70,11 +72,11 @@ Status WeightUploader::upload(const TensorView& w, int64_t rows, bf16* dst) {
   return Status();
 }
 
-Status WeightUploader::upload(const std::vector<float>& v, bf16* dst) {
+Status WeightUploader::upload(const std::vector<float>& v, Elem16* dst) {
   if (v.size() > kStagingElems) return Status::error("weight vector too long to stage");
   auto staging = next_staging();
   if (!staging.ok()) return staging.status();
-  for (size_t i = 0; i < v.size(); ++i) (*staging)[i] = __float2bfloat16(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) (*staging)[i] = convert(v[i]);
   return send(*staging, v.size(), dst);
 }
 
