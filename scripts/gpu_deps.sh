@@ -12,8 +12,18 @@ if [ -d "$TOKENIZER" ] && [ ! -d .gpu-data/llama3_1 ]; then
   mkdir -p .gpu-data/llama3_1 && cp "$TOKENIZER"/tokenizer*.json .gpu-data/llama3_1/
 fi
 DEST=.gpu-deps
+# xgrammar's source distribution (cmake/xgrammar.cmake pins it; that machine has no PyPI).
+XG_VERSION=$(sed -n 's/^set(TESSERA_XGRAMMAR_VERSION \(.*\))$/\1/p' cmake/xgrammar.cmake)
+XG_SHA256=$(sed -n 's/^set(TESSERA_XGRAMMAR_SHA256 \(.*\))$/\1/p' cmake/xgrammar.cmake)
+XG_URL=$(sed -n 's/^ *"\(https:.*\)\${TESSERA_XGRAMMAR_VERSION}\.tar\.gz")$/\1/p' cmake/xgrammar.cmake)
+XG="$DEST/xgrammar-$XG_VERSION.tar.gz"
+if [ ! -f "$XG" ]; then
+  mkdir -p "$DEST"
+  curl -sSfL "$XG_URL$XG_VERSION.tar.gz" -o "$XG.part"
+  echo "$XG_SHA256  $XG.part" | sha256sum -c --quiet && mv "$XG.part" "$XG"
+fi
 [ -f "$DEST/ok" ] && { echo "gpu_deps: $DEST ready"; exit 0; }
-rm -rf "$DEST"
+rm -rf "$DEST/debs" "$DEST/prefix"
 mkdir -p "$DEST/debs" "$DEST/prefix"
 (cd "$DEST/debs" && apt-get download libpcre2-dev libicu-dev libicu72 > /dev/null)
 for d in "$DEST"/debs/*.deb; do dpkg -x "$d" "$DEST/prefix"; done
