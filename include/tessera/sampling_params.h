@@ -10,6 +10,25 @@
 
 namespace tessera {
 
+// Structured outputs (vLLM's StructuredOutputsParams): the output is constrained to one of
+// these, exactly one set. The engine compiles it into a grammar over the tokenizer's
+// vocabulary and masks every token that cannot continue a valid output; EOS is allowed once
+// the output is complete.
+struct StructuredOutputsParams {
+  std::optional<std::string> json;                 // a JSON Schema (its JSON text)
+  std::optional<std::string> regex;                // the whole output matches it
+  std::optional<std::vector<std::string>> choice;  // exactly one of these strings
+  std::optional<std::string> grammar;              // an EBNF grammar (GBNF style, root rule "root")
+  bool json_object = false;                        // any JSON object
+  // JSON without free whitespace between tokens (compact, as json.dumps(separators=(",", ":")).
+  bool disable_any_whitespace = false;
+
+  // How many of json, regex, choice, grammar and json_object are set.
+  int kinds() const {
+    return json.has_value() + regex.has_value() + choice.has_value() + grammar.has_value() + json_object;
+  }
+};
+
 struct SamplingParams {
   int64_t n = 1;               // completions per prompt
   int64_t max_tokens = 16;
@@ -42,6 +61,7 @@ struct SamplingParams {
   std::vector<int32_t> logprob_token_ids;
   static constexpr size_t kMaxLogprobTokenIds = 128;
   int64_t prompt_logprobs = -1; // top-K per prompt token (-1 = none)
+  std::optional<StructuredOutputsParams> structured_outputs;
 
   // Empty when valid, else a message naming the bad field.
   std::string validate() const;

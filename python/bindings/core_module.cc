@@ -135,6 +135,16 @@ NB_MODULE(_core, m) {
     return value_or_raise(std::move(resolved));
   });
 
+  nb::class_<StructuredOutputsParams>(m, "StructuredOutputsParams")
+      .def(nb::init<>())
+      .def_rw("json", &StructuredOutputsParams::json)
+      .def_rw("regex", &StructuredOutputsParams::regex)
+      .def_rw("choice", &StructuredOutputsParams::choice)
+      .def_rw("grammar", &StructuredOutputsParams::grammar)
+      .def_rw("json_object", &StructuredOutputsParams::json_object)
+      .def_rw("disable_any_whitespace", &StructuredOutputsParams::disable_any_whitespace)
+      .def("kinds", &StructuredOutputsParams::kinds, "How many of json, regex, choice, grammar and json_object are set");
+
   nb::class_<SamplingParams>(m, "SamplingParams")
       .def(nb::init<>())
       .def_rw("n", &SamplingParams::n)
@@ -159,6 +169,7 @@ NB_MODULE(_core, m) {
       .def_rw("logprobs", &SamplingParams::logprobs)
       .def_rw("logprob_token_ids", &SamplingParams::logprob_token_ids)
       .def_rw("prompt_logprobs", &SamplingParams::prompt_logprobs)
+      .def_rw("structured_outputs", &SamplingParams::structured_outputs)
       .def("validate", &SamplingParams::validate, "Empty when valid, else what is wrong");
 
   nb::class_<CompletionOutput>(m, "CompletionOutput")

@@ -18,8 +18,8 @@ if "OMP_WAIT_POLICY" not in _os.environ:
 from tessera.beam_search import BeamSearchOutput, BeamSearchSequence
 from tessera.llm import LLM
 from tessera.outputs import CompletionOutput, Logprob, RequestOutput
-from tessera.sampling_params import BeamSearchParams, SamplingParams
+from tessera.sampling_params import BeamSearchParams, GuidedDecodingParams, SamplingParams, StructuredOutputsParams
 
-__all__ = ["LLM", "SamplingParams", "BeamSearchParams", "RequestOutput", "CompletionOutput", "Logprob",
-           "BeamSearchOutput", "BeamSearchSequence"]
+__all__ = ["LLM", "SamplingParams", "BeamSearchParams", "StructuredOutputsParams", "GuidedDecodingParams",
+           "RequestOutput", "CompletionOutput", "Logprob", "BeamSearchOutput", "BeamSearchSequence"]
 __version__ = "0.1.0"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import json as _json
+from dataclasses import dataclass
 from typing import Any
 
 from tessera import _core
@@ -14,11 +17,96 @@ _DEFAULT_ONLY = {
     "spaces_between_special_tokens": True,
     "truncate_prompt_tokens": None,
     "output_kind": None,
-    "guided_decoding": None,
-    "structured_outputs": None,
     "logits_processors": None,
     "extra_args": None,
 }
+
+
+@dataclass
+class StructuredOutputsParams:
+    """vLLM's StructuredOutputsParams (vllm.sampling_params): the output is constrained to
+    exactly one of json (a JSON Schema: a dict, JSON text, or a pydantic model class), regex,
+    choice, grammar (EBNF, GBNF style) or json_object. Bad values raise ValueError when
+    constructed; whitespace_pattern, structural_tag and disable_additional_properties=True are
+    not supported yet (ValueError)."""
+
+    json: str | dict | None = None
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
+    json_object: bool | None = None
+    disable_any_whitespace: bool = False
+    disable_additional_properties: bool = False
+    whitespace_pattern: str | None = None
+    structural_tag: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.json, type) and hasattr(self.json, "model_json_schema"):  # a pydantic model
+            self.json = self.json.model_json_schema()
+        kinds = [self.json is not None, self.regex is not None, self.choice is not None, self.grammar is not None,
+                 bool(self.json_object), self.structural_tag is not None]
+        if sum(kinds) > 1:  # vLLM's texts
+            raise ValueError("You can only use one kind of structured outputs constraint "
+                             f"but multiple are specified: {self.__dict__}")
+        if sum(kinds) < 1:
+            raise ValueError("You must use one kind of structured outputs constraint "
+                             f"but none are specified: {self.__dict__}")
+        for name in ("whitespace_pattern", "structural_tag"):
+            if getattr(self, name) is not None:
+                raise ValueError(f"StructuredOutputsParams: {name} is not supported by Tessera yet")
+        if self.disable_additional_properties:
+            raise ValueError("StructuredOutputsParams: disable_additional_properties=True is not supported by "
+                             "Tessera yet")
+        self._to_core()  # checks every field now
+
+    def _schema_text(self) -> str:
+        if isinstance(self.json, dict):
+            try:
+                return _json.dumps(self.json, ensure_ascii=False)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"StructuredOutputsParams: json is not JSON-serializable: {e}") from None
+        if isinstance(self.json, str):
+            try:
+                schema = _json.loads(self.json)
+            except ValueError as e:
+                raise ValueError(f"StructuredOutputsParams: json is not valid JSON: {e}") from None
+            if not isinstance(schema, dict):
+                raise ValueError("StructuredOutputsParams: json must hold a JSON object (a JSON Schema)")
+            return self.json
+        raise ValueError("StructuredOutputsParams: json must be a dict, a str holding JSON or a pydantic model "
+                         f"class, not {type(self.json).__name__}")
+
+    def _to_core(self) -> _core.StructuredOutputsParams:
+        p = _core.StructuredOutputsParams()
+        for name in ("regex", "grammar"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"StructuredOutputsParams: {name} must be a str, not {type(value).__name__}")
+        if self.choice is not None:
+            if isinstance(self.choice, (str, bytes)) or not all(isinstance(c, str) for c in self.choice):
+                raise ValueError("StructuredOutputsParams: choice must be a list of str")
+            if not self.choice:
+                raise ValueError("StructuredOutputsParams: choice must not be empty")
+        if self.json is not None:
+            p.json = self._schema_text()
+        p.regex = self.regex
+        p.choice = list(self.choice) if self.choice is not None else None
+        p.grammar = self.grammar
+        try:
+            p.json_object = bool(self.json_object)
+            p.disable_any_whitespace = self.disable_any_whitespace
+        except TypeError as e:  # a value of the wrong type (nanobind's conversion)
+            raise ValueError(f"StructuredOutputsParams: {e}") from None
+        return p
+
+
+@dataclass
+class GuidedDecodingParams(StructuredOutputsParams):
+    """vLLM's older name (SamplingParams(guided_decoding=...)), with its backend and
+    disable_fallback fields, accepted without effect (the engine has one backend, xgrammar)."""
+
+    backend: str | None = None
+    disable_fallback: bool = False
 
 
 def _count(k: int, vocab_size: int | None) -> int:
@@ -54,6 +142,8 @@ class SamplingParams:
         logit_bias: dict[int, float] | None = None,
         allowed_token_ids: list[int] | None = None,
         logprob_token_ids: list[int] | None = None,
+        structured_outputs: StructuredOutputsParams | None = None,
+        guided_decoding: StructuredOutputsParams | None = None,
         **unsupported: Any,
     ) -> None:
         for name, value in unsupported.items():
@@ -83,6 +173,14 @@ class SamplingParams:
         self.logit_bias = dict(logit_bias or {})
         self.allowed_token_ids = list(allowed_token_ids) if allowed_token_ids is not None else None
         self.logprob_token_ids = list(logprob_token_ids) if logprob_token_ids else None
+        if guided_decoding is not None:  # vLLM's older name for the same field
+            if structured_outputs is not None:
+                raise ValueError("SamplingParams: give structured_outputs or guided_decoding, not both")
+            structured_outputs = guided_decoding
+        if structured_outputs is not None and not isinstance(structured_outputs, StructuredOutputsParams):
+            raise ValueError("SamplingParams: structured_outputs must be a StructuredOutputsParams, not "
+                             f"{type(structured_outputs).__name__}")
+        self.structured_outputs = structured_outputs
         self._to_core()  # checks every field now, as vLLM's constructor does
 
     def _to_core(self, max_model_len: int | None = None, vocab_size: int | None = None) -> _core.SamplingParams:
@@ -119,6 +217,8 @@ class SamplingParams:
                 p.logprob_token_ids = self.logprob_token_ids
                 p.logprobs = n
             p.prompt_logprobs = -1 if self.prompt_logprobs is None else _count(self.prompt_logprobs, vocab_size)
+            if self.structured_outputs is not None:
+                p.structured_outputs = self.structured_outputs._to_core()
         except TypeError as e:  # a value of the wrong type (nanobind's conversion)
             raise ValueError(f"SamplingParams: {e}") from None
         if self.allowed_token_ids is not None and not self.allowed_token_ids:
@@ -130,7 +230,8 @@ class SamplingParams:
 
     def clone(self) -> "SamplingParams":
         c = SamplingParams.__new__(SamplingParams)
-        c.__dict__ = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+        c.__dict__ = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict)
+                          else copy.deepcopy(v) if isinstance(v, StructuredOutputsParams) else v)
                       for k, v in self.__dict__.items()}
         return c
 

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/ids.h"
+#include "core/token_constraint.h"
 #include "tessera/sampling_params.h"
 
 namespace tessera {
@@ -53,6 +55,8 @@ struct Request {
   int32_t num_preemptions = 0;
   std::optional<int32_t> stop_reason;  // the stop token id that finished it, if any
   uint64_t sampling_seed = 0;          // params.seed, or the engine's pick: device sampling keys on it
+  // Structured outputs: the grammar's matcher, advanced over every appended token (null: none).
+  std::unique_ptr<TokenConstraint> constraint;
 
   Request(RequestId rid, std::vector<int32_t> prompt, SamplingParams p)
       : id(rid), prompt_token_ids(std::move(prompt)), all_token_ids(prompt_token_ids), params(std::move(p)) {}

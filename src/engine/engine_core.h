@@ -84,6 +84,8 @@ class EngineCoreBase {
   virtual std::vector<int32_t> take_step_tokens() { return {}; }
   virtual int32_t max_model_len() const = 0;
   virtual int64_t vocab_size() const = 0;
+  // The tokens that end a request (EOS), which a finished grammar allows.
+  virtual std::vector<int32_t> eos_token_ids() const = 0;
 
  private:
   std::vector<EngineStepOutput> launched_;  // the default launch_step's outputs
@@ -116,6 +118,7 @@ class EngineCore : public EngineCoreBase {
   int32_t max_model_len() const override { return config_.scheduler.max_model_len; }
   std::vector<int32_t> take_step_tokens() override { return std::exchange(step_tokens_, {}); }
   int64_t vocab_size() const override { return model_config_.vocab_size; }
+  std::vector<int32_t> eos_token_ids() const override { return eos_token_ids_; }
 
  private:
   EngineCore(const ModelConfig& model_config, const EngineConfig& config, const KvCachePlan& plan);

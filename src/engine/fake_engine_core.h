@@ -30,6 +30,7 @@ class FakeEngineCore : public EngineCoreBase {
   EngineStats stats() const override;
   int32_t max_model_len() const override { return max_model_len_; }
   int64_t vocab_size() const override { return vocab_size_; }
+  std::vector<int32_t> eos_token_ids() const override { return eos_token_ids_; }
 
  private:
   bool finish(RequestId id, RequestStatus status);

@@ -45,12 +45,24 @@ struct EngineFrontend::Parent {
 
 EngineFrontend::EngineFrontend(EngineCoreBase& core, const tokenizer::Tokenizer* tok)
     : core_(core), tok_(tok), max_model_len_(core.max_model_len()), vocab_size_(core.vocab_size()),
-      metrics_(core.max_model_len()) {}
+      metrics_(core.max_model_len()) {
+  if (tok_ != nullptr) {
+    structured_ = std::make_unique<structured::StructuredOutputs>(*tok_, vocab_size_, core.eos_token_ids());
+  }
+}
 
 EngineFrontend::~EngineFrontend() = default;
 
 Status EngineFrontend::validate(const std::vector<int32_t>& prompt, const SamplingParams& params) const {
-  return validate_request(prompt, params, RequestLimits{vocab_size_, max_model_len_});
+  TESSERA_RETURN_IF_ERROR(validate_request(prompt, params, RequestLimits{vocab_size_, max_model_len_}));
+  if (params.structured_outputs) return compile_grammar(params).status();
+  return Status();
+}
+
+Result<std::shared_ptr<const structured::CompiledGrammar>> EngineFrontend::compile_grammar(
+    const SamplingParams& params) const {
+  if (structured_ == nullptr) return Status::error("structured outputs need the model's tokenizer");
+  return structured_->compile(*params.structured_outputs);
 }
 
 void EngineFrontend::count_incoming(const SamplingParams& params) {
@@ -113,6 +125,13 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
   a->wants_prompt_logprobs = g.params.prompt_logprobs >= 0;
   a->num_seqs = static_cast<size_t>(std::max<int64_t>(g.params.n, 1));
   Status status = validate(g.prompt_token_ids, g.params);
+  // The grammar, compiled by validate (usually on the caller's thread) and found in the cache.
+  std::shared_ptr<const structured::CompiledGrammar> grammar;
+  if (status.ok() && g.params.structured_outputs) {
+    auto compiled = compile_grammar(g.params);
+    status = compiled.status();
+    if (compiled.ok()) grammar = *compiled;
+  }
   for (int64_t c = 0; status.ok() && c < g.params.n; ++c) {
     SamplingParams p = g.params;
     p.n = 1;
@@ -122,6 +141,7 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
     req->priority = g.priority;
     req->arrival_seq = req->id.value;
     req->arrival_time = arrival_time;
+    if (grammar != nullptr) req->constraint = structured_->matcher(*grammar);
     const RequestId id = req->id;
     status = core_.add_request(std::move(req));
     if (!status.ok()) break;

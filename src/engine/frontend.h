@@ -21,6 +21,7 @@
 #include "engine/engine_metrics.h"
 #include "engine/output_processor.h"
 #include "engine/request_stream.h"
+#include "structured/structured_outputs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera {
@@ -83,9 +84,13 @@ class EngineFrontend {
   // Hands a step's news to the stream, with its end once every child has finished.
   void publish(Parent& a, std::vector<CompletionDelta>* deltas, PromptLogprobs* prompt_logprobs);
   void uncount(size_t num_seqs);
+  // params.structured_outputs compiled (or from the cache). Thread-safe.
+  Result<std::shared_ptr<const structured::CompiledGrammar>> compile_grammar(const SamplingParams& params) const;
 
   EngineCoreBase& core_;
   const tokenizer::Tokenizer* tok_;
+  // Structured outputs' grammars over tok_'s vocabulary (null without a tokenizer).
+  std::unique_ptr<structured::StructuredOutputs> structured_;
   const int32_t max_model_len_;
   const int64_t vocab_size_;
 

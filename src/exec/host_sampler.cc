@@ -1,6 +1,7 @@
 #include "exec/host_sampler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sample/sampler.h"
 #include "sample/token_sampler.h"
@@ -32,7 +33,25 @@ PositionLogprobs chosen_and(const float* logprobs, int32_t token, const std::vec
 }  // namespace
 
 HostSampler::HostSampler(int64_t vocab_size, std::vector<int32_t> eos_token_ids)
-    : vocab_(vocab_size), eos_token_ids_(std::move(eos_token_ids)), scratch_(static_cast<size_t>(vocab_size)) {}
+    : vocab_(vocab_size), eos_token_ids_(std::move(eos_token_ids)), scratch_(static_cast<size_t>(vocab_size)),
+      bitmask_(static_cast<size_t>((vocab_size + 31) / 32)) {}
+
+void HostSampler::apply_constraint(TokenConstraint& c, const float* raw) {
+  c.fill_allowed(bitmask_.data(), vocab_);
+  auto allowed = [&](int64_t t) { return (bitmask_[static_cast<size_t>(t / 32)] >> (t % 32)) & 1u; };
+  bool any = false;
+  for (int64_t t = 0; t < vocab_; ++t) {
+    if (!allowed(t)) {
+      scratch_[static_cast<size_t>(t)] = -INFINITY;
+    } else {
+      any = any || scratch_[static_cast<size_t>(t)] > -INFINITY;
+    }
+  }
+  if (any) return;
+  // The other adjustments (min_tokens' EOS mask, bad words, allowed_token_ids) left the grammar
+  // nothing: the grammar wins, over the raw logits.
+  for (int64_t t = 0; t < vocab_; ++t) scratch_[static_cast<size_t>(t)] = allowed(t) ? raw[t] : -INFINITY;
+}
 
 void HostSampler::finish(const Request& r, const LogitsRows& lr, const float* logits, RequestStepOutput* o) {
   auto row = [&](int32_t i) { return logits + static_cast<size_t>(i) * static_cast<size_t>(vocab_); };
@@ -48,6 +67,7 @@ void HostSampler::finish(const Request& r, const LogitsRows& lr, const float* lo
   const float* raw = row(lr.sample_row);
   std::copy(raw, raw + vocab_, scratch_.begin());
   process_logits(scratch_.data(), vocab_, r.params, r.prompt_token_ids, r.output_token_ids, eos_token_ids_);
+  if (r.constraint != nullptr) apply_constraint(*r.constraint, raw);
   const int32_t token = sample_token(
       scratch_.data(), vocab_, make_sampling_row(r.params, r.sampling_seed, static_cast<uint64_t>(r.num_output_tokens())));
   o->sampled_token = token;

@@ -17,14 +17,19 @@ class HostSampler {
   HostSampler(int64_t vocab_size, std::vector<int32_t> eos_token_ids);
 
   // Fills o from r's rows lr of logits ([rows, vocab] fp32): the prompt logprobs of its
-  // prompt rows and, when lr.sample_row >= 0, the token drawn (after bias, min_tokens masks
-  // and penalties) with its logprobs of the raw logits, as vLLM reports them by default.
+  // prompt rows and, when lr.sample_row >= 0, the token drawn (after bias, min_tokens masks,
+  // penalties and the structured-output grammar's mask) with its logprobs of the raw logits,
+  // as vLLM reports them by default.
   void finish(const Request& r, const LogitsRows& lr, const float* logits, RequestStepOutput* o);
 
  private:
   int64_t vocab_;
   std::vector<int32_t> eos_token_ids_;
-  std::vector<float> scratch_;  // [vocab] processed logits / logprobs
+  // scratch_ = -inf where the grammar forbids the token (raw: the unprocessed row).
+  void apply_constraint(TokenConstraint& c, const float* raw);
+
+  std::vector<float> scratch_;     // [vocab] processed logits / logprobs
+  std::vector<uint32_t> bitmask_;  // [(vocab + 31) / 32] the grammar's allowed tokens
 };
 
 }  // namespace tessera

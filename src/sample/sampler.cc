@@ -53,6 +53,14 @@ std::string SamplingParams::validate() const {
       if (id < 0) return "bad_words token ids must be non-negative";
     }
   }
+  if (structured_outputs) {
+    const StructuredOutputsParams& so = *structured_outputs;
+    if (so.kinds() != 1) {  // vLLM's text
+      return so.kinds() == 0 ? "structured_outputs: one of json, regex, choice, grammar or json_object is required"
+                             : "You can only use one kind of structured outputs constraint but multiple are specified";
+    }
+    if (so.choice && so.choice->empty()) return "structured_outputs.choice must not be empty";
+  }
   return "";
 }
 

@@ -158,6 +158,17 @@ SchedulerOutput Scheduler::schedule(bool look_ahead) {
   return out;
 }
 
+bool Scheduler::constraint_ends(Request* r, int32_t token) {
+  if (r->constraint == nullptr) return false;
+  // The sampler masked what the grammar rejects, so a refusal cannot happen; if it did, the
+  // output could not continue validly: it stops there.
+  if (!r->constraint->accept(token) || r->constraint->is_terminated()) {
+    r->status = RequestStatus::kFinishedStopped;
+    return true;
+  }
+  return false;
+}
+
 bool Scheduler::check_stop(Request* r, int32_t token) {
   const SamplingParams& p = r->params;
   const bool min_reached = r->num_output_tokens() >= p.min_tokens;
@@ -195,7 +206,7 @@ std::vector<StepResult> Scheduler::update_from_output(const SchedulerOutput& out
       --r->num_pending_tokens;
       r->append_output_token(token);
       res.token = token;
-      if (check_stop(r, token)) {
+      if (check_stop(r, token) || constraint_ends(r, token)) {
         kv_.free(r->id);
         remove_from_queues(r);
       }

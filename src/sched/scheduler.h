@@ -68,6 +68,8 @@ class Scheduler {
   void insert_waiting(Request* r);  // keeps waiting_ ordered by (priority, arrival_seq)
   void remove_from_queues(Request* r);
   bool check_stop(Request* r, int32_t token);
+  // Advances r's grammar over token; true (r stopped) when nothing valid may follow.
+  bool constraint_ends(Request* r, int32_t token);
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -213,29 +213,166 @@ std::vector<int32_t> get_token_ids(const Json& v, const std::string& name) {
   return ids;
 }
 
-// Constrained decoding is not built yet: a request that asks for it gets a 400 naming the
-// field, never unconstrained text that looks like an answer.
-void refuse_structured_outputs(const Json& b) {
-  for (const char* name : {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
-    if (field(b, name) != nullptr) bad_request(std::string(name) + " (structured outputs) is not supported yet", name);
+// A JSON Schema's text (compact): an object, or with text_ok a string holding one (vLLM's
+// structured_outputs.json and guided_json take both).
+std::string schema_text(const Json& v, const std::string& name, bool text_ok) {
+  const Json* schema = &v;
+  Json parsed;
+  if (text_ok && v.is_string()) {
+    try {
+      parsed = parse_client_json(v.get_ref<const std::string&>(), kMaxJsonDepth);
+    } catch (const ApiError& e) {
+      bad_request(name + " is not valid JSON (" + e.what() + ")", name);
+    }
+    if (!parsed.is_object()) bad_request(name + " must hold a JSON object (a JSON Schema)", name);
+    schema = &parsed;
   }
-  if (const Json* rf = field(b, "response_format")) {
-    const auto type = rf->is_object() ? rf->find("type") : rf->end();
-    const bool text = rf->is_object() && type != rf->end() && type->is_string() && *type == "text";
-    if (!text) {
-      const std::string what = rf->is_object() && type != rf->end() && type->is_string()
-                                   ? type->get<std::string>()
-                                   : std::string("of this shape");
-      bad_request("response_format " + what + " (structured outputs) is not supported yet; only {\"type\": \"text\"}",
-                  "response_format");
+  if (!schema->is_object()) {
+    wrong_type(name, text_ok ? "an object (a JSON Schema) or a string holding one" : "an object (a JSON Schema)", v);
+  }
+  return schema->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// vLLM's choice: a non-empty list of strings.
+std::vector<std::string> get_choice(const Json& v, const std::string& name) {
+  if (!v.is_array()) wrong_type(name, "a list of strings", v);
+  if (v.empty()) bad_request(name + " must not be empty", name);
+  std::vector<std::string> choice;
+  choice.reserve(v.size());
+  for (const Json& s : v) choice.push_back(get_string(s, name));
+  return choice;
+}
+
+[[noreturn]] void not_supported_yet(const std::string& name) {
+  bad_request(name + " (structured outputs) is not supported yet", name);
+}
+
+// Structured outputs, as vLLM's requests give them: its structured_outputs object, its older
+// top-level guided_* names, and OpenAI's response_format, which sets json or json_object over
+// what the others set (vLLM's structured_outputs_from_response_format). Exactly one
+// constraint in all; another set twice is vLLM's "multiple" 400.
+void parse_structured_outputs(const Json& b, SamplingParams* p) {
+  StructuredOutputsParams so;
+  bool given = false;
+  struct Source {
+    std::string kind;   // json, regex, choice, grammar or json_object
+    std::string param;  // the request's field
+  };
+  std::vector<Source> sources;
+  if (const Json* s = field(b, "structured_outputs")) {
+    if (!s->is_object()) wrong_type("structured_outputs", "an object", *s);
+    given = true;
+    // Keys vLLM's StructuredOutputsParams does not have are ignored, as its pydantic dataclass
+    // ignores them (backend and disable_fallback were its older GuidedDecodingParams').
+    for (const auto& [key, v] : s->items()) {
+      if (v.is_null()) continue;
+      const std::string name = "structured_outputs." + key;
+      if (key == "json") {
+        so.json = schema_text(v, name, true);
+        sources.push_back({key, name});
+      } else if (key == "regex") {
+        so.regex = get_string(v, name);
+        sources.push_back({key, name});
+      } else if (key == "choice") {
+        so.choice = get_choice(v, name);
+        sources.push_back({key, name});
+      } else if (key == "grammar") {
+        so.grammar = get_string(v, name);
+        sources.push_back({key, name});
+      } else if (key == "json_object") {
+        if (get_bool(v, name)) {
+          so.json_object = true;
+          sources.push_back({key, name});
+        }
+      } else if (key == "disable_any_whitespace") {
+        so.disable_any_whitespace = get_bool(v, name);
+      } else if (key == "disable_additional_properties") {
+        if (get_bool(v, name)) not_supported_yet(name);
+      } else if (key == "whitespace_pattern" || key == "structural_tag") {
+        not_supported_yet(name);
+      } else if (key == "backend") {
+        get_string(v, name);  // the engine has one backend (xgrammar)
+      } else if (key == "disable_fallback") {
+        get_bool(v, name);
+      }
     }
   }
+  // vLLM's older names (before structured_outputs).
+  if (const Json* v = field(b, "guided_json")) {
+    so.json = schema_text(*v, "guided_json", true);
+    sources.push_back({"json", "guided_json"});
+  }
+  if (const Json* v = field(b, "guided_regex")) {
+    so.regex = get_string(*v, "guided_regex");
+    sources.push_back({"regex", "guided_regex"});
+  }
+  if (const Json* v = field(b, "guided_choice")) {
+    so.choice = get_choice(*v, "guided_choice");
+    sources.push_back({"choice", "guided_choice"});
+  }
+  if (const Json* v = field(b, "guided_grammar")) {
+    so.grammar = get_string(*v, "guided_grammar");
+    sources.push_back({"grammar", "guided_grammar"});
+  }
+  if (const Json* v = field(b, "guided_decoding_backend")) get_string(*v, "guided_decoding_backend");
+  if (field(b, "guided_whitespace_pattern") != nullptr) not_supported_yet("guided_whitespace_pattern");
+  if (const Json* rf = field(b, "response_format")) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const Json* type = field(*rf, "type");
+    if (type == nullptr) bad_request("response_format.type is required", "response_format");
+    const std::string t = get_string(*type, "response_format.type");
+    std::optional<Source> source;
+    if (t == "json_object") {
+      so.json_object = true;
+      source = Source{"json_object", "response_format"};
+    } else if (t == "json_schema") {
+      const Json* js = field(*rf, "json_schema");
+      if (js == nullptr) {  // vLLM's text
+        bad_request("When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+                    "response_format.json_schema");
+      }
+      if (!js->is_object()) wrong_type("response_format.json_schema", "an object", *js);
+      const Json* name = field(*js, "name");
+      if (name == nullptr) bad_request("response_format.json_schema.name is required", "response_format.json_schema.name");
+      get_string(*name, "response_format.json_schema.name");
+      if (const Json* d = field(*js, "description")) get_string(*d, "response_format.json_schema.description");
+      if (const Json* strict = field(*js, "strict")) get_bool(*strict, "response_format.json_schema.strict");
+      const Json* schema = field(*js, "schema");
+      if (schema == nullptr) {
+        bad_request("response_format.json_schema.schema is required (the JSON Schema of the output)",
+                    "response_format.json_schema.schema");
+      }
+      so.json = schema_text(*schema, "response_format.json_schema.schema", false);
+      source = Source{"json", "response_format"};
+    } else if (t != "text") {
+      bad_request("response_format type \"" + t +
+                      "\" is not supported; only \"text\", \"json_object\" and \"json_schema\"",
+                  "response_format");
+    }
+    if (source) {  // it replaces what the other fields set for its kind
+      std::erase_if(sources, [&](const Source& s) { return s.kind == source->kind; });
+      sources.push_back(*source);
+      given = true;
+    }
+  }
+  if (!sources.empty()) given = true;
+  if (!given) return;
+  if (sources.empty()) {  // vLLM's text
+    bad_request("You must use one kind of structured outputs constraint but none are specified", "structured_outputs");
+  }
+  if (sources.size() > 1) {  // vLLM's text, then the fields
+    std::string fields;
+    for (const Source& s : sources) fields += (fields.empty() ? "" : ", ") + s.param;
+    bad_request("You can only use one kind of structured outputs constraint but multiple are specified: " + fields,
+                sources[1].param);
+  }
+  p->structured_outputs = std::move(so);
 }
 
 // Fields shared by completions and chat (everything but max_tokens and logprobs).
 void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p) {
   constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
-  refuse_structured_outputs(b);
+  parse_structured_outputs(b, p);
   if (d.temperature) p->temperature = *d.temperature;
   if (d.top_p) p->top_p = *d.top_p;
   if (d.top_k) p->top_k = *d.top_k;
@@ -562,6 +699,15 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (r.continue_final_message) r.add_generation_prompt = false;
   if (auto* v = field(b, "add_special_tokens")) r.add_special_tokens = get_bool(*v, "add_special_tokens");
   parse_sampling(b, defaults, &r.params);
+  if (r.tool_choice.is_object()) {  // a named tool's call, with structured_outputs' constraint too: vLLM's 400
+    const Json* so = field(b, "structured_outputs");
+    for (const char* kind : {"json", "regex", "choice"}) {
+      if (so != nullptr && field(*so, kind) != nullptr) {
+        bad_request("You can only either use constraints for structured outputs or tools, not both.",
+                    "structured_outputs");
+      }
+    }
+  }
   for (const char* name : {"max_completion_tokens", "max_tokens"}) {
     if (auto* v = field(b, name)) {
       r.params.max_tokens = get_int(*v, name, 1, std::numeric_limits<int32_t>::max());

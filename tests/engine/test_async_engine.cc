@@ -91,6 +91,7 @@ class OverlappingCore : public EngineCoreBase {
   EngineStats stats() const override { return inner_->stats(); }
   int32_t max_model_len() const override { return inner_->max_model_len(); }
   int64_t vocab_size() const override { return inner_->vocab_size(); }
+  std::vector<int32_t> eos_token_ids() const override { return inner_->eos_token_ids(); }
 
  private:
   std::unique_ptr<EngineCoreBase> inner_;

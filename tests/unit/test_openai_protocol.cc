@@ -39,21 +39,213 @@ std::string error_text(F parse, const std::string& body) {
   }
 }
 
-// Structured outputs are not built: asking for them is a 400 naming the field, not free text.
-TEST(OpenAiProtocol, StructuredOutputRequestsAreRefusedByName) {
-  auto c = [](const std::string& b) { return completion(b); };
-  auto h = [](const std::string& b) { return chat(b); };
-  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
-  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": {"type": "json_object"}})"), "response_format");
-  EXPECT_NE(error_text(h, "{" + msgs + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})")
-                .find("json_schema (structured outputs) is not supported yet"),
-            std::string::npos);
-  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": {"type": "text"}})"), "ok");
-  EXPECT_EQ(error_param(h, "{" + msgs + R"(, "response_format": null})"), "ok");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "guided_json": {"type": "object"}})"), "guided_json");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "guided_choice": ["a", "b"]})"), "guided_choice");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})"), "structured_outputs");
-  EXPECT_EQ(error_param(c, R"({"prompt": "x", "response_format": "json"})"), "response_format");
+const std::string kMsgs = R"("messages": [{"role": "user", "content": "hi"}])";
+const std::string kMultiple = "You can only use one kind of structured outputs constraint but multiple are specified";
+
+std::string c_param(const std::string& b) { return error_param([](const std::string& x) { return completion(x); }, b); }
+std::string h_param(const std::string& b) { return error_param([](const std::string& x) { return chat(x); }, b); }
+std::string c_text(const std::string& b) { return error_text([](const std::string& x) { return completion(x); }, b); }
+std::string h_text(const std::string& b) { return error_text([](const std::string& x) { return chat(x); }, b); }
+// A chat body with these fields after the messages.
+std::string chat_body(const std::string& fields) { return "{" + kMsgs + ", " + fields + "}"; }
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// OpenAI's response_format: text is nothing, json_object and json_schema constrain.
+TEST(OpenAiProtocol, ResponseFormatMapsToStructuredOutputs) {
+  EXPECT_FALSE(chat(chat_body(R"("response_format": {"type": "text"})")).params.structured_outputs);
+  EXPECT_FALSE(chat(chat_body(R"("response_format": null)")).params.structured_outputs);
+  EXPECT_FALSE(chat(chat_body(R"("temperature": 0)")).params.structured_outputs);
+  const auto object = chat(chat_body(R"("response_format": {"type": "json_object"})")).params.structured_outputs;
+  ASSERT_TRUE(object);
+  EXPECT_TRUE(object->json_object);
+  EXPECT_EQ(object->kinds(), 1);
+  const auto schema = chat(chat_body(
+      R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
+         "schema": {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}}}}})"))
+                          .params.structured_outputs;
+  ASSERT_TRUE(schema);
+  ASSERT_TRUE(schema->json);  // serialized compactly, keys in the request's order
+  EXPECT_EQ(*schema->json, R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}}})");
+  EXPECT_EQ(schema->kinds(), 1);
+  EXPECT_FALSE(schema->json_object);
+  // Completions take it too.
+  const auto c = completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})").params;
+  ASSERT_TRUE(c.structured_outputs);
+  EXPECT_TRUE(c.structured_outputs->json_object);
+  EXPECT_EQ(c.validate(), "");
+}
+
+TEST(OpenAiProtocol, BadResponseFormatsNameTheField) {
+  EXPECT_EQ(h_param(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p"}})")),
+            "response_format.json_schema.schema");
+  EXPECT_EQ(h_param(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": null}})")),
+            "response_format.json_schema.schema");
+  for (const char* schema : {"true", "\"{}\"", "[1]", "5"}) {
+    EXPECT_EQ(h_param(chat_body(std::string(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": )") +
+                                schema + "}}")),
+              "response_format.json_schema.schema")
+        << schema;
+  }
+  EXPECT_EQ(h_text(chat_body(R"("response_format": {"type": "json_schema"})")),
+            "When response_format type is 'json_schema', the 'json_schema' field must be provided.");
+  EXPECT_EQ(h_param(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})")),
+            "response_format.json_schema.name");
+  EXPECT_EQ(h_param(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {}, "strict": "x"}})")),
+            "response_format.json_schema.strict");
+  for (const char* type : {"structural_tag", "grammar", "json"}) {
+    const std::string body = chat_body(std::string(R"("response_format": {"type": ")") + type + "\"}");
+    EXPECT_EQ(h_param(body), "response_format") << type;
+    EXPECT_TRUE(contains(h_text(body), std::string("\"") + type + "\" is not supported")) << h_text(body);
+  }
+  EXPECT_EQ(h_param(chat_body(R"("response_format": {})")), "response_format");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "response_format": "json"})"), "response_format");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "response_format": {"type": 1}})"), "response_format.type");
+}
+
+// vLLM's structured_outputs object: each kind, and its options.
+TEST(OpenAiProtocol, StructuredOutputsObjectMapsEachKind) {
+  auto so = [](const std::string& fields) {
+    return completion(R"({"prompt": "x", "structured_outputs": {)" + fields + "}}").params.structured_outputs;
+  };
+  auto json = so(R"("json": {"type": "object", "required": ["a"]})");
+  ASSERT_TRUE(json && json->json);
+  EXPECT_EQ(*json->json, R"({"type":"object","required":["a"]})");
+  // A string holding JSON: parsed and serialized again.
+  json = so(R"("json": "{ \"type\" : \"array\" }")");
+  ASSERT_TRUE(json && json->json);
+  EXPECT_EQ(*json->json, R"({"type":"array"})");
+  const auto regex = so(R"("regex": "[0-9]{3}")");
+  ASSERT_TRUE(regex && regex->regex);
+  EXPECT_EQ(*regex->regex, "[0-9]{3}");
+  const auto choice = so(R"("choice": ["yes", "no"])");
+  ASSERT_TRUE(choice && choice->choice);
+  EXPECT_EQ(*choice->choice, (std::vector<std::string>{"yes", "no"}));
+  const auto grammar = so(R"("grammar": "root ::= \"a\"")");
+  ASSERT_TRUE(grammar && grammar->grammar);
+  EXPECT_EQ(*grammar->grammar, "root ::= \"a\"");
+  const auto object = so(R"("json_object": true, "disable_any_whitespace": true)");
+  ASSERT_TRUE(object);
+  EXPECT_TRUE(object->json_object);
+  EXPECT_TRUE(object->disable_any_whitespace);
+  EXPECT_EQ(object->kinds(), 1);
+  // Accepted without effect: backend, disable_fallback, disable_additional_properties false,
+  // nulls and keys vLLM's dataclass does not have (its pydantic dataclass ignores them).
+  const auto quiet = so(R"("regex": "a", "backend": "xgrammar", "disable_fallback": true,
+                           "disable_additional_properties": false, "json": null, "whitespace_pattern": null, "other": 1)");
+  ASSERT_TRUE(quiet);
+  EXPECT_EQ(quiet->kinds(), 1);
+  EXPECT_FALSE(quiet->disable_any_whitespace);
+  // Chat takes it too, and a named tool_choice with it is vLLM's 400.
+  EXPECT_TRUE(chat(chat_body(R"("structured_outputs": {"choice": ["a"]})")).params.structured_outputs);
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}], )";
+  EXPECT_EQ(h_text(chat_body(tools + R"("tool_choice": {"type": "function", "function": {"name": "f"}},
+                                       "structured_outputs": {"regex": "a"})")),
+            "You can only either use constraints for structured outputs or tools, not both.");
+  EXPECT_EQ(h_param(chat_body(tools + R"("tool_choice": "auto", "structured_outputs": {"regex": "a"})")), "ok");
+}
+
+TEST(OpenAiProtocol, BadStructuredOutputsNameTheField) {
+  auto so = [](const std::string& fields) { return R"({"prompt": "x", "structured_outputs": {)" + fields + "}}"; };
+  EXPECT_EQ(c_param(so(R"("regex": 5)")), "structured_outputs.regex");
+  EXPECT_EQ(c_param(so(R"("grammar": ["a"])")), "structured_outputs.grammar");
+  EXPECT_EQ(c_param(so(R"("choice": "x")")), "structured_outputs.choice");
+  EXPECT_EQ(c_param(so(R"("choice": [1])")), "structured_outputs.choice");
+  EXPECT_EQ(c_param(so(R"("choice": [])")), "structured_outputs.choice");
+  EXPECT_EQ(c_param(so(R"("json": "not json")")), "structured_outputs.json");
+  EXPECT_TRUE(contains(c_text(so(R"("json": "{\"a\": ")")), "structured_outputs.json is not valid JSON"));
+  EXPECT_EQ(c_param(so(R"("json": "[1, 2]")")), "structured_outputs.json");
+  EXPECT_EQ(c_param(so(R"("json": 5)")), "structured_outputs.json");
+  EXPECT_EQ(c_param(so(R"("json_object": "maybe")")), "structured_outputs.json_object");
+  EXPECT_EQ(c_param(so(R"("regex": "a", "disable_any_whitespace": [])")), "structured_outputs.disable_any_whitespace");
+  EXPECT_EQ(c_param(so(R"("regex": "a", "backend": 1)")), "structured_outputs.backend");
+  for (const char* option : {R"("disable_additional_properties": true)", R"("whitespace_pattern": "[ ]?")",
+                             R"("structural_tag": "{}")"}) {
+    const std::string body = so(std::string(R"("json_object": true, )") + option);
+    EXPECT_TRUE(contains(c_text(body), "is not supported yet")) << option;
+  }
+  EXPECT_EQ(c_param(so(R"("json_object": true, "disable_additional_properties": true)")),
+            "structured_outputs.disable_additional_properties");
+  EXPECT_EQ(c_param(so(R"("json_object": true, "whitespace_pattern": "[ ]?")")), "structured_outputs.whitespace_pattern");
+  EXPECT_EQ(c_param(so(R"("json_object": true, "structural_tag": "{}")")), "structured_outputs.structural_tag");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "structured_outputs": "regex"})"), "structured_outputs");
+  // None of the kinds: vLLM's text.
+  for (const char* fields : {"", R"("disable_any_whitespace": true)", R"("json_object": false)", R"("regex": null)"}) {
+    EXPECT_EQ(c_text(so(fields)), "You must use one kind of structured outputs constraint but none are specified")
+        << fields;
+  }
+}
+
+// vLLM's older top-level names map to the same constraint.
+TEST(OpenAiProtocol, GuidedFieldsMapToStructuredOutputs) {
+  auto params = [](const std::string& fields) {
+    return completion(R"({"prompt": "x", )" + fields + "}").params.structured_outputs;
+  };
+  auto json = params(R"("guided_json": {"type": "string"})");
+  ASSERT_TRUE(json && json->json);
+  EXPECT_EQ(*json->json, R"({"type":"string"})");
+  json = params(R"("guided_json": "{\"type\": \"number\"}", "guided_decoding_backend": "xgrammar")");
+  ASSERT_TRUE(json && json->json);
+  EXPECT_EQ(*json->json, R"({"type":"number"})");
+  const auto regex = params(R"("guided_regex": "a|b")");
+  ASSERT_TRUE(regex && regex->regex);
+  EXPECT_EQ(*regex->regex, "a|b");
+  const auto choice = params(R"("guided_choice": ["x", "y"])");
+  ASSERT_TRUE(choice && choice->choice);
+  EXPECT_EQ(choice->choice->size(), 2u);
+  const auto grammar = params(R"("guided_grammar": "root ::= [a-z]+")");
+  ASSERT_TRUE(grammar && grammar->grammar);
+  EXPECT_EQ(*grammar->grammar, "root ::= [a-z]+");
+  EXPECT_FALSE(params(R"("guided_decoding_backend": "outlines")"));
+  EXPECT_TRUE(chat(chat_body(R"("guided_choice": ["a"])")).params.structured_outputs);
+
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_regex": 5})"), "guided_regex");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_choice": "x"})"), "guided_choice");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_choice": [1]})"), "guided_choice");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_json": "nope"})"), "guided_json");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_grammar": {}})"), "guided_grammar");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_decoding_backend": 3})"), "guided_decoding_backend");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "guided_regex": "a", "guided_whitespace_pattern": " "})"),
+            "guided_whitespace_pattern");
+  EXPECT_TRUE(contains(c_text(R"({"prompt": "x", "guided_regex": "a", "guided_whitespace_pattern": " "})"),
+                       "not supported yet"));
+}
+
+// More than one constraint in all: vLLM's text, naming the fields. response_format replaces
+// its own kind (json or json_object) from the other fields, as vLLM's does.
+TEST(OpenAiProtocol, MoreThanOneStructuredOutputsKindIsRefused) {
+  const std::string both_guided = R"({"prompt": "x", "guided_json": {}, "guided_regex": "a"})";
+  EXPECT_TRUE(contains(c_text(both_guided), kMultiple));
+  EXPECT_TRUE(contains(c_text(both_guided), "guided_json, guided_regex"));
+  EXPECT_EQ(c_param(both_guided), "guided_regex");
+  EXPECT_TRUE(contains(h_text(chat_body(R"("response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a"})")),
+                       kMultiple));
+  EXPECT_TRUE(contains(c_text(R"({"prompt": "x", "structured_outputs": {"regex": "a", "choice": ["b"]}})"), kMultiple));
+  EXPECT_TRUE(contains(c_text(R"({"prompt": "x", "structured_outputs": {"json_object": true, "grammar": "g"}})"), kMultiple));
+  EXPECT_TRUE(contains(c_text(R"({"prompt": "x", "structured_outputs": {"regex": "a"}, "guided_regex": "b"})"), kMultiple));
+  EXPECT_TRUE(contains(c_text(R"({"prompt": "x", "guided_choice": ["a"],
+                                  "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {}}}})"),
+                       kMultiple));
+  // The same kind from response_format: it wins, the other options stay.
+  const auto replaced = chat(chat_body(R"("structured_outputs": {"json": {"type": "string"}, "disable_any_whitespace": true},
+      "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "integer"}}})"))
+                            .params.structured_outputs;
+  ASSERT_TRUE(replaced && replaced->json);
+  EXPECT_EQ(*replaced->json, R"({"type":"integer"})");
+  EXPECT_TRUE(replaced->disable_any_whitespace);
+  EXPECT_EQ(replaced->kinds(), 1);
+  const auto options_only = chat(chat_body(R"("structured_outputs": {"disable_any_whitespace": true},
+      "response_format": {"type": "json_object"})")).params.structured_outputs;
+  ASSERT_TRUE(options_only);
+  EXPECT_TRUE(options_only->json_object && options_only->disable_any_whitespace);
+  EXPECT_EQ(chat(chat_body(R"("guided_json": {"type": "string"},
+      "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {}}})")).params.structured_outputs->json,
+            "{}");
+  // SamplingParams::validate says the same of params built by hand.
+  SamplingParams p;
+  p.structured_outputs = StructuredOutputsParams{};
+  p.structured_outputs->regex = "a";
+  p.structured_outputs->json_object = true;
+  EXPECT_TRUE(contains(p.validate(), kMultiple));
 }
 
 TEST(OpenAiProtocol, LogitBiasNamesEveryKeyThatIsNoInteger) {

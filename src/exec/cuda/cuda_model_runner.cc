@@ -171,6 +171,9 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
   if (p.logprobs > kMaxTopLogprobs || !p.logprob_token_ids.empty()) return false;
+  // A grammar's mask is filled on the host from the tokens accepted so far: the row is sampled
+  // there, and the step's tokens come back before the next is scheduled.
+  if (r.constraint != nullptr) return false;
   // Logprobs are those of the raw logits, which the adjustments change in place: such rows
   // go to the host.
   const bool adjusts = !p.logit_bias.empty() || !p.bad_words_token_ids.empty() || !p.allowed_token_ids.empty() ||

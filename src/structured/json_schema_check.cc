@@ -1,0 +1,145 @@
+#include "structured/json_schema_check.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace tessera::structured {
+namespace {
+
+using Json = nlohmann::json;
+
+// Keywords xgrammar's converter ignores (it logs and goes on), so outputs could break them.
+constexpr std::array<std::string_view, 9> kIgnored = {"not",      "if",          "then",        "else",
+                                                      "contains", "minContains", "maxContains", "dependentRequired",
+                                                      "dependentSchemas"};
+// The string formats it turns into patterns. Others stay annotations, as JSON Schema's
+// validators treat every format by default: nothing to refuse.
+constexpr std::array<std::string_view, 14> kFormats = {
+    "email", "date",          "time",         "date-time",    "duration",     "ipv4",        "ipv6",
+    "hostname", "uuid",       "uri",          "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"};
+
+std::string escape_pointer(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string refuse(std::string_view keyword, const std::string& at, std::string_view why = "") {
+  return "keyword '" + std::string(keyword) + "' at " + (at.empty() ? "/" : at) + " is not supported" +
+         (why.empty() ? "" : std::string(" (") + std::string(why) + ")");
+}
+
+bool has_type(const Json& s, std::string_view t) {
+  const auto it = s.find("type");
+  if (it == s.end()) return false;
+  if (it->is_string()) return it->get<std::string>() == t;
+  if (it->is_array()) {
+    for (const Json& e : *it) {
+      if (e.is_string() && e.get<std::string>() == t) return true;
+    }
+  }
+  return false;
+}
+
+std::string check(const Json& s, const std::string& at, int depth);
+
+// Each subschema in a map (properties, $defs, ...) or a list (anyOf, prefixItems, ...).
+std::string check_children(const Json& s, const std::string& at, int depth) {
+  for (const char* map : {"properties", "patternProperties", "$defs", "definitions"}) {
+    const auto it = s.find(map);
+    if (it == s.end() || !it->is_object()) continue;
+    for (const auto& [key, sub] : it->items()) {
+      if (std::string e = check(sub, at + "/" + map + "/" + escape_pointer(key), depth + 1); !e.empty()) return e;
+    }
+  }
+  for (const char* list : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    const auto it = s.find(list);
+    if (it == s.end() || !it->is_array()) continue;
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (std::string e = check((*it)[i], at + "/" + list + "/" + std::to_string(i), depth + 1); !e.empty()) return e;
+    }
+  }
+  for (const char* one : {"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "propertyNames"}) {
+    const auto it = s.find(one);
+    if (it == s.end()) continue;
+    if (std::string e = check(*it, at + "/" + one, depth + 1); !e.empty()) return e;
+  }
+  return "";
+}
+
+std::string check(const Json& s, const std::string& at, int depth) {
+  if (!s.is_object()) return "";  // true / false, or not a schema (the engine's parser says so)
+  if (depth > 256) return "the schema nests deeper than 256 levels at " + at;
+  for (std::string_view k : kIgnored) {
+    if (s.contains(k)) return refuse(k, at);
+  }
+  if (const auto it = s.find("uniqueItems"); it != s.end() && !(it->is_boolean() && !it->get<bool>())) {
+    return refuse("uniqueItems", at);
+  }
+  if (s.contains("multipleOf") && !has_type(s, "integer")) return refuse("multipleOf", at, "integers only");
+  if (const auto it = s.find("allOf"); it != s.end() && it->is_array() && it->size() > 1) {
+    return refuse("allOf", at, "one subschema only");
+  }
+  if (const auto it = s.find("$ref"); it != s.end() && it->is_string()) {
+    const std::string ref = it->get<std::string>();
+    if (ref != "#" && ref.rfind("#/", 0) != 0) return refuse("$ref", at, "only references inside the schema: " + ref);
+  }
+  const bool length = s.contains("minLength") || s.contains("maxLength");
+  if (const auto it = s.find("format"); it != s.end() && it->is_string()) {
+    const std::string f = it->get<std::string>();
+    bool known = false;
+    for (std::string_view k : kFormats) known = known || f == k;
+    if (known && length) return refuse("minLength/maxLength", at, "with format '" + f + "'");
+  }
+  if (length && s.contains("pattern")) return refuse("minLength/maxLength", at, "with pattern");
+  return check_children(s, at, depth);
+}
+
+void rewrite(Json& s, int depth) {
+  if (!s.is_object() || depth > 256) return;
+  const bool bounded = s.contains("minLength") || s.contains("maxLength");
+  if (bounded && has_type(s, "string") && !s.contains("pattern") && !s.contains("format")) {
+    const auto bound = [&](const char* k) -> std::string {
+      const auto it = s.find(k);
+      return it != s.end() && it->is_number_integer() ? std::to_string(std::max<int64_t>(0, it->get<int64_t>())) : "";
+    };
+    const std::string lo = bound("minLength"), hi = bound("maxLength");
+    s["pattern"] = "^.{" + (lo.empty() ? "0" : lo) + "," + hi + "}$";
+    s.erase("minLength");
+    s.erase("maxLength");
+  }
+  for (const char* map : {"properties", "patternProperties", "$defs", "definitions"}) {
+    const auto it = s.find(map);
+    if (it == s.end() || !it->is_object()) continue;
+    for (auto& [key, sub] : it->items()) rewrite(sub, depth + 1);
+  }
+  for (const char* list : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    const auto it = s.find(list);
+    if (it == s.end() || !it->is_array()) continue;
+    for (Json& sub : *it) rewrite(sub, depth + 1);
+  }
+  for (const char* one : {"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "propertyNames"}) {
+    const auto it = s.find(one);
+    if (it != s.end()) rewrite(*it, depth + 1);
+  }
+}
+
+}  // namespace
+
+std::string unsupported_schema_keyword(const nlohmann::json& schema) { return check(schema, "", 0); }
+
+nlohmann::json enforceable_schema(nlohmann::json schema) {
+  rewrite(schema, 0);
+  return schema;
+}
+
+}  // namespace tessera::structured
