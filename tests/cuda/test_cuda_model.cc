@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -325,6 +326,61 @@ TEST(CudaCpuOffload, OffloadedLayersGiveTheSameTokensAndLogprobs) {
       EXPECT_EQ(b.logprobs, a.logprobs) << "run " << r << ", prompt " << i;
       EXPECT_EQ(b.token_ids.size(), 24u);
     }
+  }
+}
+
+// Structured outputs on the device: a request with a grammar is sampled on the host from the
+// device's logits row, its mask filled from the tokens so far; every output that ends keeps
+// its grammar (the tiny model's SentencePiece vocabulary spells any byte, so every grammar is
+// reachable), in both compute dtypes, beside unconstrained requests in the same batches.
+TEST(CudaStructuredOutputs, EveryFinishedOutputKeepsItsGrammar) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dtype : {"bfloat16", "float16"}) {
+    SCOPED_TRACE(dtype);
+    EngineArgs args = tiny_cuda_args();
+    args.model = testing::test_data() + "/models/tiny-llama3/tiny-llama3-f32.gguf";
+    args.dtype = dtype;
+    auto llm = LLM::create(args);
+    ASSERT_TRUE(llm.ok()) << llm.error();
+    const std::string pattern = "[a-z]{3,6}-[0-9]{2}";
+    std::vector<PromptInput> prompts;
+    std::vector<SamplingParams> params;
+    for (int i = 0; i < 12; ++i) {
+      prompts.emplace_back(std::vector<int32_t>{1, 100 + i, 200 + i});
+      SamplingParams p;
+      p.temperature = 1.0f;
+      p.seed = 40 + i;
+      p.max_tokens = 120;
+      StructuredOutputsParams so;
+      switch (i % 4) {
+        case 0: so.regex = pattern; break;
+        case 1: so.choice = std::vector<std::string>{"alpha", "beta", "gamma"}; break;
+        case 2:
+          so.json = R"({"type":"object","properties":{"k":{"type":"integer"},"v":{"enum":["x","y"]}},)"
+                    R"("required":["k","v"],"additionalProperties":false})";
+          so.disable_any_whitespace = true;
+          break;
+        default: break;  // unconstrained, in the same batch
+      }
+      if (i % 4 != 3) p.structured_outputs = so;
+      params.push_back(p);
+    }
+    const std::vector<RequestOutput> outs = (*llm)->generate(prompts, params);
+    ASSERT_EQ(outs.size(), prompts.size());
+    int finished = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const CompletionOutput& o = outs[i].outputs[0];
+      if (i % 4 == 3 || o.finish_reason != "stop") continue;
+      ++finished;
+      if (i % 4 == 0) EXPECT_TRUE(std::regex_match(o.text, std::regex(pattern))) << o.text;
+      if (i % 4 == 1) EXPECT_TRUE(o.text == "alpha" || o.text == "beta" || o.text == "gamma") << o.text;
+      if (i % 4 == 2) {
+        const auto j = nlohmann::json::parse(o.text, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << o.text;
+        EXPECT_TRUE(j.at("k").is_number_integer() && (j.at("v") == "x" || j.at("v") == "y")) << o.text;
+      }
+    }
+    EXPECT_GE(finished, 6);  // regexes and choices always end within 120 tokens
   }
 }
 
