@@ -329,8 +329,9 @@ TEST(CudaCpuOffload, OffloadedLayersGiveTheSameTokensAndLogprobs) {
   }
 }
 
-// Structured outputs on the device: a request with a grammar is sampled on the host from the
-// device's logits row, its mask filled from the tokens so far; every output that ends keeps
+// Structured outputs on the device: a request's grammar mask is filled on the host from the
+// tokens so far and applied by the device sampler (on the host for a row that wants logprobs
+// of the raw logits); every output that ends keeps
 // its grammar (the tiny model's SentencePiece vocabulary spells any byte, so every grammar is
 // reachable), in both compute dtypes, beside unconstrained requests in the same batches.
 TEST(CudaStructuredOutputs, EveryFinishedOutputKeepsItsGrammar) {
@@ -363,6 +364,7 @@ TEST(CudaStructuredOutputs, EveryFinishedOutputKeepsItsGrammar) {
         default: break;  // unconstrained, in the same batch
       }
       if (i % 4 != 3) p.structured_outputs = so;
+      if (i % 8 == 1) p.logprobs = 2;  // raw logprobs: this row's mask is applied on the host
       params.push_back(p);
     }
     const std::vector<RequestOutput> outs = (*llm)->generate(prompts, params);

@@ -298,6 +298,42 @@ TEST(CudaSampling, LogitAdjustmentsMatchProcessLogitsBitForBit) {
   EXPECT_EQ(differ, 0) << "of " << got.size() << " logits";
 }
 
+// Grammar masks: rows with a bitmask row keep exactly their allowed tokens (the rest -inf, the
+// kept logits untouched), rows marked -1 are unchanged; vocabularies not a multiple of 32.
+TEST(CudaSampling, TokenBitmaskMasksExactlyTheClearBits) {
+  REQUIRE_DEVICE();
+  std::mt19937 rng(5);
+  for (int64_t vocab : {64, 1000, 49152 + 7}) {
+    const int64_t n = 5, words = (vocab + 31) / 32;
+    std::vector<float> logits(static_cast<size_t>(n * vocab));
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    for (float& x : logits) x = d(rng);
+    const std::vector<int32_t> mask_rows = {1, -1, 0, 2, -1};
+    std::vector<uint32_t> bits(static_cast<size_t>(3 * words));
+    for (size_t w = 0; w < bits.size(); ++w) {
+      bits[w] = w % 7 == 0 ? 0xffffffffu : w % 5 == 0 ? 0u : static_cast<uint32_t>(rng());
+    }
+    DeviceBuffer<float> dl(logits);
+    DeviceBuffer<int32_t> drows(mask_rows);
+    DeviceBuffer<uint32_t> dbits(bits);
+    cuda::apply_token_bitmask(dl.p, n, vocab, drows.p, dbits.p, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<float> got = dl.download();
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t t = 0; t < vocab; ++t) {
+        const size_t i = static_cast<size_t>(r * vocab + t);
+        const int32_t m = mask_rows[static_cast<size_t>(r)];
+        const bool allowed = m < 0 || ((bits[static_cast<size_t>(m * words + t / 32)] >> (t % 32)) & 1u);
+        if (allowed) {
+          ASSERT_EQ(got[i], logits[i]) << "vocab " << vocab << " row " << r << " token " << t;
+        } else {
+          ASSERT_EQ(got[i], -INFINITY) << "vocab " << vocab << " row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaSampling, TimingReport) {
   REQUIRE_DEVICE();
   const int64_t vocab = 128256;

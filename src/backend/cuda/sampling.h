@@ -29,6 +29,13 @@ void sample_rows(const float* logits, int64_t n, int64_t vocab, const SamplingRo
 void apply_logit_adjustments(float* logits, int64_t n, int64_t vocab, const int32_t* indptr,
                              const LogitAdjustment* adjustments, cudaStream_t stream);
 
+// Structured outputs: in each row r of logits [n, vocab] with mask_rows[r] >= 0, every token
+// whose bit is clear in bitmask row mask_rows[r] ([*, (vocab + 31) / 32] words, bit t % 32 of
+// word t / 32; a grammar's allowed tokens, TokenConstraint::fill_allowed's layout) becomes
+// -inf; rows with -1 are untouched. Reads mask_rows on the device (graph safe).
+void apply_token_bitmask(float* logits, int64_t n, int64_t vocab, const int32_t* mask_rows, const uint32_t* bitmask,
+                         cudaStream_t stream);
+
 // Async scheduling: token_ids[pairs[2i]] = sampled[pairs[2i + 1]] for i < n, so that a step
 // decodes the tokens the step before sampled without their trip through the host.
 void feed_sampled_tokens(int32_t* token_ids, const int32_t* sampled, const int32_t* pairs, int64_t n,

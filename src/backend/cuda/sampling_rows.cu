@@ -481,6 +481,26 @@ __global__ void apply_logit_adjustments_kernel(float* __restrict__ logits, int64
   }
 }
 
+__global__ void apply_token_bitmask_kernel(float* __restrict__ logits, int64_t vocab,
+                                           const int32_t* __restrict__ mask_rows, const uint32_t* __restrict__ bitmask,
+                                           int64_t words) {
+  pdl_wait();  // launched with PDL (pdl.h)
+  pdl_launch_dependents();
+  const int64_t r = blockIdx.x;
+  const int32_t m = mask_rows[r];
+  if (m < 0) return;
+  float* row = logits + r * vocab;
+  const uint32_t* bits = bitmask + static_cast<int64_t>(m) * words;
+  for (int64_t w = threadIdx.x; w < words; w += blockDim.x) {
+    const uint32_t b = bits[w];
+    if (b == 0xffffffffu) continue;
+    const int64_t t0 = w * 32;
+    for (int k = 0; k < 32 && t0 + k < vocab; ++k) {
+      if (!((b >> k) & 1u)) row[t0 + k] = -INFINITY;
+    }
+  }
+}
+
 __global__ void feed_sampled_tokens_kernel(int32_t* __restrict__ token_ids, const int32_t* __restrict__ sampled,
                                            const int32_t* __restrict__ pairs, int64_t n) {
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -494,6 +514,13 @@ void apply_logit_adjustments(float* logits, int64_t n, int64_t vocab, const int3
   if (n <= 0) return;
   launch_pdl(apply_logit_adjustments_kernel, dim3(static_cast<unsigned>(n)), dim3(128), 0, stream, true, logits, vocab,
              indptr, adjustments);
+}
+
+void apply_token_bitmask(float* logits, int64_t n, int64_t vocab, const int32_t* mask_rows, const uint32_t* bitmask,
+                         cudaStream_t stream) {
+  if (n <= 0 || vocab <= 0) return;
+  launch_pdl(apply_token_bitmask_kernel, dim3(static_cast<unsigned>(n)), dim3(256), 0, stream, true, logits, vocab,
+             mask_rows, bitmask, (vocab + 31) / 32);
 }
 
 void feed_sampled_tokens(int32_t* token_ids, const int32_t* sampled, const int32_t* pairs, int64_t n,

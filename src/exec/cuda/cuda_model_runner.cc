@@ -98,13 +98,15 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   l.indptr = 6 * t;
   l.pending = l.indptr + seqs + 2;  // + the padding sequence of graph batches; then 2 ints per sequence
   l.adjust = l.pending + 2 * seqs;  // per logits row: where its adjustments start and end (t + 1)
-  l.block_ids = (l.adjust + t + 1 + 31) / 32 * 32;
+  l.mask_rows = l.adjust + t + 1;   // per logits row: its grammar's bitmask row, or -1
+  l.block_ids = (l.mask_rows + t + 31) / 32 * 32;
   l.capacity = l.block_ids + seqs * blocks_per_seq + 1;
   // [prefill attention plan] the last attention_plan_ints(max_tokens) ints: plan_attention's
   // tiles of prefill runs (filled in run).
   l.capacity += attention_plan_ints(r->max_tokens_);
   const size_t top = static_cast<size_t>(r->max_logit_rows_) * kMaxTopLogprobs;
   const size_t rows = static_cast<size_t>(r->max_logit_rows_);
+  const size_t mask_words = static_cast<size_t>((c.vocab_size + 31) / 32);
   for (int set = 0; set < 2; ++set) {  // the host side of a step, per step in flight
     if (Status s = r->host_in_[set].allocate(l.capacity, "step inputs"); !s.ok()) return s;
     if (Status s = r->host_sampling_[set].allocate(t, "sampling parameters"); !s.ok()) return s;
@@ -113,6 +115,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
     if (Status s = r->host_top_ids_[set].allocate(top, "logprobs"); !s.ok()) return s;
     if (Status s = r->host_top_lp_[set].allocate(top, "logprobs"); !s.ok()) return s;
     if (Status s = r->host_chosen_lp_[set].allocate(rows, "logprobs"); !s.ok()) return s;
+    if (Status s = r->host_bitmask_[set].allocate(rows * mask_words, "grammar masks"); !s.ok()) return s;
     TESSERA_CUDA_TRY(cudaEventCreateWithFlags(&r->step_done_[set], cudaEventDisableTiming), "cudaEventCreate");
   }
   if (Status s = r->dev_in_.allocate(l.capacity, "step inputs"); !s.ok()) return s;
@@ -120,6 +123,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::unique_ptr
   if (Status s = r->dev_top_ids_.allocate(top, "logprobs"); !s.ok()) return s;
   if (Status s = r->dev_top_lp_.allocate(top, "logprobs"); !s.ok()) return s;
   if (Status s = r->dev_chosen_lp_.allocate(rows, "logprobs"); !s.ok()) return s;
+  if (Status s = r->dev_bitmask_.allocate(rows * mask_words, "grammar masks"); !s.ok()) return s;
   for (int64_t id : c.eos_token_ids) r->eos_token_ids_.push_back(static_cast<int32_t>(id));
   r->host_sampler_ = std::make_unique<HostSampler>(c.vocab_size, r->eos_token_ids_);
   // The largest attention workspace any token count up to the budget asks for.
@@ -171,13 +175,11 @@ Status CudaModelRunner::allocate_kv(const KvCachePlan& plan) {
 bool CudaModelRunner::samples_on_device(const Request& r, int32_t num_pending) {
   const SamplingParams& p = r.params;
   if (p.logprobs > kMaxTopLogprobs || !p.logprob_token_ids.empty()) return false;
-  // A grammar's mask is filled on the host from the tokens accepted so far: the row is sampled
-  // there, and the step's tokens come back before the next is scheduled.
-  if (r.constraint != nullptr) return false;
+
   // Logprobs are those of the raw logits, which the adjustments change in place: such rows
   // go to the host.
   const bool adjusts = !p.logit_bias.empty() || !p.bad_words_token_ids.empty() || !p.allowed_token_ids.empty() ||
-                       adjustments_read_output(p) ||
+                       adjustments_read_output(p) || r.constraint != nullptr ||
                        r.num_output_tokens() + num_pending < p.min_tokens;
   return !(adjusts && p.logprobs > 0);
 }
@@ -240,6 +242,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   std::unordered_map<RequestId, int32_t> device_rows;  // this step's device-sampled rows
   device_rows.reserve(out.requests.size());
   size_t num_adjust = 0;     // logit adjustments of this step's device rows
+  std::vector<TokenConstraint*> masks;  // grammars of device rows, by bitmask row
   bool reads_output = false;  // some row's adjustments read its output tokens (penalties)
   in[l.adjust] = 0;
   for (size_t i = 0; i < out.requests.size(); ++i) {
@@ -255,6 +258,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     }
     for (size_t k = rows_begin; k < rows_end; ++k) {
       sampling[k] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy: harmless for host rows
+      in[l.mask_rows + k] = -1;
     }
     if (lr.sample_row >= 0 && samples_on_device(*r, pending)) {
       host_row[lr.sample_row] = false;
@@ -270,13 +274,22 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
       TESSERA_CHECK_MSG(pending == 0 || !adjustments_read_output(r->params), "penalties over a pending token");
       const std::vector<LogitAdjustment> adj = logit_adjustments(
           r->params, r->prompt_token_ids, r->output_token_ids, eos_token_ids_, vocab_size(), pending);
-      if (num_adjust + adj.size() > kMaxAdjustments) {  // the host processes this row
+      if (num_adjust + adj.size() > kMaxAdjustments ||
+          (r->constraint != nullptr && lr.sample_row >= max_logit_rows_)) {  // the host processes this row
         host_row[lr.sample_row] = true;
         device_rows.erase(s.id);
       } else if (!adj.empty()) {
         std::copy(adj.begin(), adj.end(), host_adjust_[cur_].get() + num_adjust);
         num_adjust += adj.size();
         reads_output = reads_output || adjustments_read_output(r->params);
+      }
+      // A grammar's mask: filled below from the tokens accepted so far, so the next step waits
+      // for this one's token (no look-ahead).
+      if (r->constraint != nullptr && !host_row[lr.sample_row]) {
+        TESSERA_CHECK_MSG(pending == 0, "a grammar over a pending token");
+        in[l.mask_rows + lr.sample_row] = static_cast<int32_t>(masks.size());
+        masks.push_back(r->constraint.get());
+        reads_output = true;
       }
     }
     for (size_t k = rows_begin; k < rows_end; ++k) in[l.adjust + k + 1] = static_cast<int32_t>(num_adjust);
@@ -296,6 +309,12 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   }
   std::copy(logits_indices.begin(), logits_indices.end(), in + l.logits_indices);
   sample_row_of_ = std::move(device_rows);
+  // The grammars' masks, one bitmask row each (independent matchers: in parallel).
+  const int64_t words = (vocab_size() + 31) / 32;
+  uint32_t* bitmask = host_bitmask_[cur_].get();
+  const int64_t num_masks = static_cast<int64_t>(masks.size());
+#pragma omp parallel for schedule(dynamic, 1) if (num_masks > 1)
+  for (int64_t m = 0; m < num_masks; ++m) masks[static_cast<size_t>(m)]->fill_allowed(bitmask + m * words, vocab_size());
   if (num_tokens == 0) return Status();
 
   // A decode step (one token per request, each sampling) replays a graph of the next bucket
@@ -328,6 +347,11 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
     TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_adjust_.get(), host_adjust_[cur_].get(), num_adjust * sizeof(LogitAdjustment),
                                      cudaMemcpyHostToDevice, stream_),
                      "logit adjustments");
+  }
+  if (num_masks > 0) {
+    TESSERA_CUDA_TRY(cudaMemcpyAsync(dev_bitmask_.get(), bitmask, num_masks * words * sizeof(uint32_t),
+                                     cudaMemcpyHostToDevice, stream_),
+                     "grammar masks");
   }
   feed_sampled_tokens(dev + l.token_ids, dev_next_.get(), dev + l.pending, num_pending, stream_);
   CudaStep step = device_step(launch_tokens, one_token_per_seq);
@@ -479,6 +503,8 @@ Status CudaModelRunner::forward_and_sample(const CudaStep& step, int64_t num_row
   if (Status s = model_->lm_head(step, act_, 0, nr, dev_logits_.get(), stream_); !s.ok()) return s;
   apply_logit_adjustments(dev_logits_.get(), nr, vocab_size(), dev_in_.get() + layout_.adjust, dev_adjust_.get(),
                           stream_);
+  apply_token_bitmask(dev_logits_.get(), nr, vocab_size(), dev_in_.get() + layout_.mask_rows, dev_bitmask_.get(),
+                      stream_);
   sample_rows(dev_logits_.get(), nr, vocab_size(), dev_sampling_.get(), dev_next_.get(), stream_);
   if (op_timer_) op_timer_->mark(OpTimer::kSample, stream_);
   return cuda_status(cudaGetLastError(), "sampling");
@@ -585,6 +611,7 @@ int32_t CudaModelRunner::pad_to_bucket(int64_t num_tokens, int64_t bucket, int32
     in[l.logits_indices + i] = static_cast<int32_t>(i);
     host_sampling_[cur_][i] = SamplingRow{0.0f, 0, 1.0f, 0.0f, 0, 0};  // greedy
     in[l.adjust + i + 1] = in[l.adjust + num_tokens];  // no adjustments
+    in[l.mask_rows + i] = -1;                            // no grammar
   }
   in[l.block_ids + num_block_ids] = 0;  // the padding sequence's table: the null block
   in[l.indptr + pad_seq + 1] = num_block_ids + 1;

@@ -95,7 +95,8 @@ class CudaModelRunner : public ModelRunner {
   Status launch_graph(const CudaStep& step, int64_t bucket);
   // Offsets (in int32 elements) of the sections of the step-input buffer.
   struct Layout {
-    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, pending, adjust, block_ids, capacity;
+    size_t token_ids, positions, token_seq, logits_indices, slot_mapping, indptr, pending, adjust, mask_rows, block_ids,
+        capacity;
   };
 
   std::unique_ptr<CudaModel> model_;
@@ -140,6 +141,10 @@ class CudaModelRunner : public ModelRunner {
   static constexpr size_t kMaxAdjustments = size_t{1} << 18;
   PinnedBuffer<LogitAdjustment> host_adjust_[2];
   DeviceBuffer<LogitAdjustment> dev_adjust_;
+  // Structured outputs' grammar masks of device-sampled rows ([max_logit_rows, (vocab + 31) /
+  // 32] bits), indexed per logits row by the step input's `mask_rows` section.
+  PinnedBuffer<uint32_t> host_bitmask_[2];
+  DeviceBuffer<uint32_t> dev_bitmask_;
   std::vector<int32_t> eos_token_ids_;
   std::unique_ptr<HostSampler> host_sampler_;  // rows the device does not sample
   PinnedBuffer<int32_t> host_top_ids_[2];
