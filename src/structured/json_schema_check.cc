@@ -133,9 +133,51 @@ void rewrite(Json& s, int depth) {
   }
 }
 
+// The longest chain of schemas that are only a local $ref to the next ("#/$defs/a" ->
+// {"$ref": "#/$defs/b"} -> ...): the engine resolves each link by recursion.
+constexpr int kMaxRefChain = 32;
+
+const Json* resolve_local(const Json& root, const std::string& ref) {
+  if (ref == "#") return &root;
+  try {
+    const Json& target = root.at(Json::json_pointer(ref.substr(1)));
+    return &target;
+  } catch (const std::exception&) {
+    return nullptr;  // a bad pointer: the engine's parser names it
+  }
+}
+
+std::string check_ref_chains(const Json& root, const Json& s, const std::string& at, int depth) {
+  if (depth > 256) return "";
+  if (s.is_object()) {
+    if (const auto it = s.find("$ref"); it != s.end() && it->is_string()) {
+      int links = 0;
+      const Json* cur = &s;
+      while (cur->is_object() && cur->size() == 1 && cur->contains("$ref") && (*cur)["$ref"].is_string()) {
+        if (++links > kMaxRefChain) {
+          return refuse("$ref", at, "a chain of more than " + std::to_string(kMaxRefChain) + " references, or a cycle");
+        }
+        cur = resolve_local(root, (*cur)["$ref"].get<std::string>());
+        if (cur == nullptr) break;
+      }
+    }
+    for (const auto& [key, v] : s.items()) {
+      if (std::string e = check_ref_chains(root, v, at + "/" + escape_pointer(key), depth + 1); !e.empty()) return e;
+    }
+  } else if (s.is_array()) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (std::string e = check_ref_chains(root, s[i], at + "/" + std::to_string(i), depth + 1); !e.empty()) return e;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
-std::string unsupported_schema_keyword(const nlohmann::json& schema) { return check(schema, "", 0); }
+std::string unsupported_schema_keyword(const nlohmann::json& schema) {
+  if (std::string e = check(schema, "", 0); !e.empty()) return e;
+  return check_ref_chains(schema, schema, "", 0);
+}
 
 nlohmann::json enforceable_schema(nlohmann::json schema) {
   rewrite(schema, 0);

@@ -115,8 +115,55 @@ std::string choice_grammar(const std::vector<std::string>& choices) {
   return g;
 }
 
+namespace {
+
+// The largest constraint texts: xgrammar's compile time grows faster than their size (a
+// 160 KB enum takes 10 s), and the server compiles before it answers.
+constexpr size_t kMaxConstraintBytes = 64 << 10;
+
+std::string too_large(const StructuredOutputsParams& p, const char* field) {
+  size_t bytes = 0;
+  if (p.json) bytes = p.json->size();
+  if (p.regex) bytes = p.regex->size();
+  if (p.grammar) bytes = p.grammar->size();
+  if (p.choice) {
+    for (const std::string& c : *p.choice) bytes += c.size() + 4;
+  }
+  if (bytes <= kMaxConstraintBytes) return "";
+  return std::string("structured_outputs.") + field + " is too large: " + std::to_string(bytes) +
+         " bytes, at most " + std::to_string(kMaxConstraintBytes);
+}
+
+// Whether a matcher at the start allows any token: a grammar with no finite sentence (root ::=
+// root) allows none, and would leave the sampler nothing to draw.
+bool allows_a_start(const xgrammar::CompiledGrammar& g, int64_t vocab) {
+  xgrammar::GrammarMatcher m(g);
+  std::vector<uint32_t> bits(static_cast<size_t>((vocab + 31) / 32));
+  int64_t shape[1] = {static_cast<int64_t>(bits.size())};
+  DLTensor t{};
+  t.data = bits.data();
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = 1;
+  t.dtype = DLDataType{kDLInt, 32, 1};
+  t.shape = shape;
+  m.FillNextTokenBitmask(&t);
+  for (uint32_t w : bits) {
+    if (w != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile(const StructuredOutputsParams& p) {
   const char* field = p.json ? "json" : p.regex ? "regex" : p.choice ? "choice" : p.grammar ? "grammar" : "json_object";
+  if (std::string e = too_large(p, field); !e.empty()) return Status::error(e);
+  auto checked = [&](xgrammar::CompiledGrammar g) -> Result<std::shared_ptr<const CompiledGrammar>> {
+    if (!allows_a_start(g, vocab_)) {
+      return Status::error(std::string("structured_outputs.") + field + " admits no output (no finite sentence)");
+    }
+    return std::make_shared<const CompiledGrammar>(std::move(g));
+  };
   try {
     xgrammar::GrammarCompiler& c = engine().compiler;
     const bool any_whitespace = !p.disable_any_whitespace;
@@ -129,15 +176,14 @@ Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile(const 
       if (std::string e = unsupported_schema_keyword(schema); !e.empty()) {
         return Status::error("structured_outputs.json: " + e);
       }
-      return std::make_shared<const CompiledGrammar>(
-          c.CompileJSONSchema(enforceable_schema(schema).dump(), any_whitespace));
+      return checked(c.CompileJSONSchema(enforceable_schema(schema).dump(), any_whitespace));
     }
     if (p.json_object) {
-      return std::make_shared<const CompiledGrammar>(c.CompileJSONSchema(R"({"type": "object"})", any_whitespace));
+      return checked(c.CompileJSONSchema(R"({"type": "object"})", any_whitespace));
     }
-    if (p.regex) return std::make_shared<const CompiledGrammar>(c.CompileRegex(*p.regex));
-    if (p.choice) return std::make_shared<const CompiledGrammar>(c.CompileGrammar(choice_grammar(*p.choice), "root"));
-    if (p.grammar) return std::make_shared<const CompiledGrammar>(c.CompileGrammar(*p.grammar, "root"));
+    if (p.regex) return checked(c.CompileRegex(*p.regex));
+    if (p.choice) return checked(c.CompileGrammar(choice_grammar(*p.choice), "root"));
+    if (p.grammar) return checked(c.CompileGrammar(*p.grammar, "root"));
   } catch (const std::exception& e) {
     return Status::error(std::string("structured_outputs.") + field + ": " + e.what());
   }

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -176,6 +177,45 @@ class RefusedTest(unittest.TestCase):
         # Still serving.
         ok = post("/v1/completions", {"prompt": "x", "max_tokens": 3, "guided_choice": ["a", "b"]})
         self.assertIn(ok["choices"][0]["text"], ("a", "b"))
+
+
+class HostileTest(unittest.TestCase):
+    """Constraints built to hurt: each is a 400 naming the problem, and the server goes on."""
+
+    def refused(self, body, named):
+        t0 = time.monotonic()
+        out = post("/v1/completions", dict(body, prompt="x", max_tokens=4), 400)
+        print(f"  {named}: 400 in {time.monotonic() - t0:.3f} s", file=sys.stderr)
+        self.assertIn(named, out["error"]["message"])
+
+    def test_hostile_constraints(self):
+        big_enum = {"enum": ["value_%06d" % i for i in range(70000)]}  # 1.1 MB
+        self.refused({"structured_outputs": {"json": big_enum}}, "too large")
+        defs = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(1000)}
+        defs["d1000"] = {"type": "integer"}
+        self.refused({"guided_json": {"$defs": defs, "$ref": "#/$defs/d0"}}, "$ref")
+        cycle = {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
+        self.refused({"guided_json": cycle}, "$ref")
+        nested = {"type": "integer"}
+        for _ in range(300):
+            nested = {"type": "array", "items": nested}
+        self.refused({"structured_outputs": {"json": nested}}, "deeper than 256")
+        self.refused({"guided_regex": "a{1000}{1000}"}, "regex")
+        self.refused({"guided_regex": "[a-z]" * 20000}, "too large")
+        self.refused({"guided_grammar": "root ::= root"}, "admits no output")
+        self.refused({"guided_grammar": 'root ::= "a" undefined_rule'}, "grammar")
+        # Still serving, and what only looks dangerous is served: nested quantifiers, left
+        # recursion (xgrammar's Earley parser takes it).
+        out = post("/v1/completions", {"prompt": "x", "max_tokens": 12, "temperature": 1.0, "seed": 1,
+                                       "guided_regex": "(a*)*b"})
+        self.assertIsNotNone(re.fullmatch("(a*)*b", out["choices"][0]["text"]) or
+                             out["choices"][0]["finish_reason"] == "length")
+        out = post("/v1/completions", {"prompt": "x", "max_tokens": 30, "temperature": 1.0, "seed": 2,
+                                       "guided_grammar": 'root ::= expr\nexpr ::= expr "+" term | term\n'
+                                                         'term ::= [0-9]'})
+        c = out["choices"][0]
+        if c["finish_reason"] == "stop":
+            self.assertIsNotNone(re.fullmatch(r"[0-9](\+[0-9])*", c["text"]), c["text"])
 
 
 if __name__ == "__main__":
