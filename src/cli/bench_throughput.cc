@@ -1,12 +1,14 @@
 // `tessera bench throughput`: vLLM's offline throughput benchmark. N requests (random token
 // ids of --input-len, or prompts from a JSONL file) run through LLM::generate at once,
 // ignoring EOS so every request produces --output-len tokens; prints requests/s, total
-// tokens/s and output tokens/s, and --output-json writes them.
+// tokens/s and output tokens/s, and --output-json writes them. --structured-json gives every
+// request a JSON Schema to follow (the cost of structured outputs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@ struct ThroughputOptions {
   uint64_t seed = 0;
   std::string output_json;
   int threads = 0;
+  std::string structured_json;  // a JSON Schema file every request's output follows
 };
 
 int run_throughput(ThroughputOptions& o) {
@@ -81,6 +84,16 @@ int run_throughput(ThroughputOptions& o) {
   p.ignore_eos = true;
   p.max_tokens = o.output_len;
   p.seed = o.seed;
+  if (!o.structured_json.empty()) {
+    std::ifstream in(o.structured_json);
+    std::string schema((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) {
+      std::cerr << "error: cannot read " << o.structured_json << "\n";
+      return 2;
+    }
+    p.structured_outputs = StructuredOutputsParams{};
+    p.structured_outputs->json = schema;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<RequestOutput> outs = (*llm)->generate(prompts, p);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -141,6 +154,9 @@ void add_bench_throughput_command(CLI::App& bench, int* exit_code) {
   cmd->add_option("--seed", o->seed, "Dataset and sampling seed");
   cmd->add_option("--output-json", o->output_json, "Write the figures to this JSON file");
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--structured-json", o->structured_json,
+                  "A JSON Schema file: every request's output follows it (structured outputs; a request ends "
+                  "when its JSON is complete, EOS being all the grammar allows then)");
   add_activation_precision_option(cmd, &o->activation_precision);
   cmd->callback([o, exit_code] { *exit_code = run_throughput(*o); });
 }
