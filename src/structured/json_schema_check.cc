@@ -7,7 +7,7 @@
 namespace tessera::structured {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // Keywords xgrammar's converter ignores (it logs and goes on), so outputs could break them.
 constexpr std::array<std::string_view, 9> kIgnored = {"not",      "if",          "then",        "else",
@@ -85,7 +85,21 @@ std::string check(const Json& s, const std::string& at, int depth) {
   if (const auto it = s.find("uniqueItems"); it != s.end() && !(it->is_boolean() && !it->get<bool>())) {
     return refuse("uniqueItems", at);
   }
-  if (s.contains("multipleOf") && !has_type(s, "integer")) return refuse("multipleOf", at, "integers only");
+  if (s.contains("multipleOf")) {
+    if (!has_type(s, "integer")) return refuse("multipleOf", at, "integers only");
+    for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      if (s.contains(bound)) return refuse("multipleOf", at, std::string("with ") + bound);
+    }
+  }
+  if (const auto req = s.find("required"); req != s.end() && req->is_array()) {
+    const auto props = s.find("properties");
+    for (const Json& name : *req) {
+      if (!name.is_string()) continue;
+      if (props == s.end() || !props->is_object() || !props->contains(name.get<std::string>())) {
+        return refuse("required", at, "'" + name.get<std::string>() + "' is not in properties");
+      }
+    }
+  }
   if (const auto it = s.find("allOf"); it != s.end() && it->is_array() && it->size() > 1) {
     return refuse("allOf", at, "one subschema only");
   }
@@ -104,6 +118,12 @@ std::string check(const Json& s, const std::string& at, int depth) {
   return check_children(s, at, depth);
 }
 
+}  // namespace
+
+std::string dot_excludes_line_breaks(const std::string& regex);
+
+namespace {
+
 void rewrite(Json& s, int depth) {
   if (!s.is_object() || depth > 256) return;
   const bool bounded = s.contains("minLength") || s.contains("maxLength");
@@ -113,9 +133,13 @@ void rewrite(Json& s, int depth) {
       return it != s.end() && it->is_number_integer() ? std::to_string(std::max<int64_t>(0, it->get<int64_t>())) : "";
     };
     const std::string lo = bound("minLength"), hi = bound("maxLength");
-    s["pattern"] = "^.{" + (lo.empty() ? "0" : lo) + "," + hi + "}$";
+    // Characters a JSON string holds unescaped; the engine's '.' would admit control characters.
+    s["pattern"] = "^[^\"\\\\\\x00-\\x1f]{" + (lo.empty() ? "0" : lo) + "," + hi + "}$";
     s.erase("minLength");
     s.erase("maxLength");
+  }
+  if (const auto it = s.find("pattern"); it != s.end() && it->is_string()) {
+    *it = dot_excludes_line_breaks(it->get<std::string>());
   }
   for (const char* map : {"properties", "patternProperties", "$defs", "definitions"}) {
     const auto it = s.find(map);
@@ -174,12 +198,45 @@ std::string check_ref_chains(const Json& root, const Json& s, const std::string&
 
 }  // namespace
 
-std::string unsupported_schema_keyword(const nlohmann::json& schema) {
+std::string dot_excludes_line_breaks(const std::string& regex) {
+  std::string out;
+  out.reserve(regex.size());
+  bool in_class = false;
+  for (size_t i = 0; i < regex.size(); ++i) {
+    const char c = regex[i];
+    if (c == '\\' && i + 1 < regex.size()) {  // an escape: copied as it is
+      out += c;
+      out += regex[++i];
+      continue;
+    }
+    if (in_class) {
+      if (c == ']') in_class = false;
+      out += c;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after "[" or "[^" is a member, not the class's end.
+      if (i + 1 < regex.size() && regex[i + 1] == '^') out += regex[++i];
+      if (i + 1 < regex.size() && regex[i + 1] == ']') out += regex[++i];
+      continue;
+    }
+    if (c == '.') {
+      out += "[^\\n\\r]";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string unsupported_schema_keyword(const nlohmann::ordered_json& schema) {
   if (std::string e = check(schema, "", 0); !e.empty()) return e;
   return check_ref_chains(schema, schema, "", 0);
 }
 
-nlohmann::json enforceable_schema(nlohmann::json schema) {
+nlohmann::ordered_json enforceable_schema(nlohmann::ordered_json schema) {
   rewrite(schema, 0);
   return schema;
 }

@@ -168,7 +168,8 @@ Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile(const 
     xgrammar::GrammarCompiler& c = engine().compiler;
     const bool any_whitespace = !p.disable_any_whitespace;
     if (p.json) {
-      const nlohmann::json schema = nlohmann::json::parse(*p.json, nullptr, /*allow_exceptions=*/false);
+      // Ordered: the schema's property order is the output's (as vLLM keeps it).
+      const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*p.json, nullptr, /*allow_exceptions=*/false);
       if (schema.is_discarded()) return Status::error("structured_outputs.json: the schema is not valid JSON");
       if (!schema.is_object() && !schema.is_boolean()) {
         return Status::error("structured_outputs.json: a JSON Schema is an object (or a boolean)");
@@ -181,7 +182,7 @@ Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile(const 
     if (p.json_object) {
       return checked(c.CompileJSONSchema(R"({"type": "object"})", any_whitespace));
     }
-    if (p.regex) return checked(c.CompileRegex(*p.regex));
+    if (p.regex) return checked(c.CompileRegex(dot_excludes_line_breaks(*p.regex)));
     if (p.choice) return checked(c.CompileGrammar(choice_grammar(*p.choice), "root"));
     if (p.grammar) return checked(c.CompileGrammar(*p.grammar, "root"));
   } catch (const std::exception& e) {

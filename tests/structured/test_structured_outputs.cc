@@ -154,6 +154,8 @@ TEST_P(StructuredOutputsTest, WhatCannotBeEnforcedIsRefusedByName) {
       {R"({"$ref": "https://example.com/schema.json"})", "'$ref'"},
       {R"({"type": "string", "format": "email", "maxLength": 20})", "minLength/maxLength"},
       {R"({"type": "array", "items": {"type": "array", "contains": {"const": 1}}})", "'contains' at /items"},
+      {R"({"type": "integer", "multipleOf": 5, "minimum": 0})", "'multipleOf' at / is not supported (with minimum)"},
+      {R"({"type": "object", "properties": {"a": {}}, "required": ["a", "b"]})", "'b' is not in properties"},
   };
   for (const auto& [schema, named] : cases) {
     StructuredOutputsParams p;
@@ -184,6 +186,30 @@ TEST_P(StructuredOutputsTest, WhatCannotBeEnforcedIsRefusedByName) {
 INSTANTIATE_TEST_SUITE_P(Vocabularies, StructuredOutputsTest,
                          ::testing::Values("default", "models/tiny-llama3/tiny-llama3-f32.gguf"),
                          [](const auto& info) { return info.param == "default" ? "SmolLM2" : "TinySentencePiece"; });
+
+// The schema's property order is the output's (vLLM's), and '.' in regexes and patterns
+// stops at line breaks (Python's and JSON Schema's).
+TEST_P(StructuredOutputsTest, PropertyOrderAndDotFollowTheirDialects) {
+  StructuredOutputsParams p;
+  p.json = R"({"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "boolean"}},
+               "required": ["zeta", "alpha"], "additionalProperties": false})";
+  p.disable_any_whitespace = true;
+  StructuredOutputsParams dot;
+  dot.regex = "x.{1,30}y";
+  for (uint32_t seed = 0; seed < 8; ++seed) {
+    bool done = false;
+    const std::string t = walk(p, seed, 60, &done);
+    if (done) EXPECT_EQ(t.rfind("{\"zeta\"", 0), 0u) << t;
+    done = false;
+    const std::string d = walk(dot, seed, 60, &done);
+    EXPECT_EQ(d.find_first_of("\n\r"), std::string::npos) << d;
+  }
+}
+
+TEST(StructuredRegexDialect, DotOutsideClassesExcludesLineBreaks) {
+  EXPECT_EQ(structured::dot_excludes_line_breaks(R"(a.b[.]\.c[^].]d.)"), R"(a[^\n\r]b[.]\.c[^].]d[^\n\r])");
+  EXPECT_EQ(structured::dot_excludes_line_breaks(R"([]a.].)"), R"([]a.][^\n\r])");
+}
 
 TEST(StructuredChoiceGrammar, QuotesEachChoiceAsALiteral) {
   EXPECT_EQ(structured::choice_grammar({"a", "b\"c", "d\\e\n"}), R"(root ::= "a" | "b\"c" | "d\\e\n")");
