@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 #include <string_view>
 
 namespace tessera::structured {
@@ -18,6 +19,35 @@ constexpr std::array<std::string_view, 9> kIgnored = {"not",      "if",         
 constexpr std::array<std::string_view, 14> kFormats = {
     "email", "date",          "time",         "date-time",    "duration",     "ipv4",        "ipv6",
     "hostname", "uuid",       "uri",          "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"};
+
+// Whether s has a format the engine turns into a pattern (others are annotations).
+bool known_format(const Json& s) {
+  const auto it = s.find("format");
+  if (it == s.end() || !it->is_string()) return false;
+  const std::string f = it->get<std::string>();
+  for (std::string_view k : kFormats) {
+    if (f == k) return true;
+  }
+  return false;
+}
+
+// Every local reference's target ("#/components/schemas/X" as well as "#/$defs/X"): the
+// subschemas the walks below reach only through $ref.
+void collect_refs(const Json& s, std::vector<std::string>* refs, int depth) {
+  if (depth > 256) return;
+  if (s.is_object()) {
+    for (const auto& [key, v] : s.items()) {
+      if (key == "$ref" && v.is_string()) {
+        const std::string r = v.get<std::string>();
+        if (r.rfind("#/", 0) == 0 && std::find(refs->begin(), refs->end(), r) == refs->end()) refs->push_back(r);
+      } else {
+        collect_refs(v, refs, depth + 1);
+      }
+    }
+  } else if (s.is_array()) {
+    for (const Json& v : s) collect_refs(v, refs, depth + 1);
+  }
+}
 
 std::string escape_pointer(const std::string& key) {
   std::string out;
@@ -127,7 +157,7 @@ namespace {
 void rewrite(Json& s, int depth) {
   if (!s.is_object() || depth > 256) return;
   const bool bounded = s.contains("minLength") || s.contains("maxLength");
-  if (bounded && has_type(s, "string") && !s.contains("pattern") && !s.contains("format")) {
+  if (bounded && has_type(s, "string") && !s.contains("pattern") && !known_format(s)) {
     const auto bound = [&](const char* k) -> std::string {
       const auto it = s.find(k);
       return it != s.end() && it->is_number_integer() ? std::to_string(std::max<int64_t>(0, it->get<int64_t>())) : "";
@@ -233,11 +263,27 @@ std::string dot_excludes_line_breaks(const std::string& regex) {
 
 std::string unsupported_schema_keyword(const nlohmann::ordered_json& schema) {
   if (std::string e = check(schema, "", 0); !e.empty()) return e;
+  std::vector<std::string> refs;
+  collect_refs(schema, &refs, 0);
+  for (const std::string& r : refs) {
+    if (const Json* target = resolve_local(schema, r)) {
+      if (std::string e = check(*target, r.substr(1), 0); !e.empty()) return e;
+    }
+  }
   return check_ref_chains(schema, schema, "", 0);
 }
 
 nlohmann::ordered_json enforceable_schema(nlohmann::ordered_json schema) {
+  std::vector<std::string> refs;
+  collect_refs(schema, &refs, 0);
   rewrite(schema, 0);
+  for (const std::string& r : refs) {  // rewriting is idempotent: targets the walk reached pass again
+    try {
+      rewrite(schema.at(Json::json_pointer(r.substr(1))), 0);
+    } catch (const std::exception&) {
+      // a pointer to nothing: the engine's parser names it
+    }
+  }
   return schema;
 }
 

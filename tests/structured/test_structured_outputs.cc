@@ -156,6 +156,8 @@ TEST_P(StructuredOutputsTest, WhatCannotBeEnforcedIsRefusedByName) {
       {R"({"type": "array", "items": {"type": "array", "contains": {"const": 1}}})", "'contains' at /items"},
       {R"({"type": "integer", "multipleOf": 5, "minimum": 0})", "'multipleOf' at / is not supported (with minimum)"},
       {R"({"type": "object", "properties": {"a": {}}, "required": ["a", "b"]})", "'b' is not in properties"},
+      {R"({"components": {"schemas": {"X": {"not": {"type": "null"}}}}, "$ref": "#/components/schemas/X"})",
+       "'not' at /components/schemas/X"},
   };
   for (const auto& [schema, named] : cases) {
     StructuredOutputsParams p;
