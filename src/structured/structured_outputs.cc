@@ -3,6 +3,7 @@
 #include <dlpack/dlpack.h>
 #include <xgrammar/xgrammar.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -136,21 +137,25 @@ std::string too_large(const StructuredOutputsParams& p, const char* field) {
 
 // Whether a matcher at the start allows any token: a grammar with no finite sentence (root ::=
 // root) allows none, and would leave the sampler nothing to draw.
-bool allows_a_start(const xgrammar::CompiledGrammar& g, int64_t vocab) {
-  xgrammar::GrammarMatcher m(g);
+bool allows_a_start(const xgrammar::CompiledGrammar& g, int64_t vocab, const std::vector<int32_t>& stop_token_ids) {
+  Matcher m(g, stop_token_ids);
   std::vector<uint32_t> bits(static_cast<size_t>((vocab + 31) / 32));
-  int64_t shape[1] = {static_cast<int64_t>(bits.size())};
-  DLTensor t{};
-  t.data = bits.data();
-  t.device = DLDevice{kDLCPU, 0};
-  t.ndim = 1;
-  t.dtype = DLDataType{kDLInt, 32, 1};
-  t.shape = shape;
-  m.FillNextTokenBitmask(&t);
-  for (uint32_t w : bits) {
-    if (w != 0) return true;
+  m.fill_allowed(bits.data(), vocab);
+  return std::any_of(bits.begin(), bits.end(), [](uint32_t w) { return w != 0; });
+}
+
+// The cache key of a constraint: its kind, text and options.
+std::string cache_key(const StructuredOutputsParams& p) {
+  std::string key = p.disable_any_whitespace ? "c" : "w";
+  if (p.json) key += "j" + *p.json;
+  if (p.regex) key += "r" + *p.regex;
+  if (p.grammar) key += "g" + *p.grammar;
+  if (p.json_object) key += "o";
+  if (p.choice) {
+    key += "c";
+    for (const std::string& c : *p.choice) key += std::to_string(c.size()) + ":" + c;
   }
-  return false;
+  return key;
 }
 
 }  // namespace
@@ -158,8 +163,26 @@ bool allows_a_start(const xgrammar::CompiledGrammar& g, int64_t vocab) {
 Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile(const StructuredOutputsParams& p) {
   const char* field = p.json ? "json" : p.regex ? "regex" : p.choice ? "choice" : p.grammar ? "grammar" : "json_object";
   if (std::string e = too_large(p, field); !e.empty()) return Status::error(e);
+  // The server validates (compiles) on its workers, and the engine thread asks again when it
+  // adds the request: the second ask finds the grammar here, with no parsing or checks.
+  const std::string key = cache_key(p);
+  {
+    std::lock_guard lock(cache_mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
+  auto compiled = compile_uncached(p, field);
+  if (compiled.ok()) {
+    std::lock_guard lock(cache_mu_);
+    if (cache_.size() >= kCacheEntries) cache_.clear();
+    cache_.emplace(key, *compiled);
+  }
+  return compiled;
+}
+
+Result<std::shared_ptr<const CompiledGrammar>> StructuredOutputs::compile_uncached(const StructuredOutputsParams& p,
+                                                                                   const char* field) {
   auto checked = [&](xgrammar::CompiledGrammar g) -> Result<std::shared_ptr<const CompiledGrammar>> {
-    if (!allows_a_start(g, vocab_)) {
+    if (!allows_a_start(g, vocab_, stop_token_ids_)) {
       return Status::error(std::string("structured_outputs.") + field + " admits no output (no finite sentence)");
     }
     return std::make_shared<const CompiledGrammar>(std::move(g));

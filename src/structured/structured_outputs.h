@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -38,12 +39,17 @@ class StructuredOutputs {
  private:
   struct Engine;  // xgrammar's tokenizer info and compiler, built on first use
   Engine& engine();
+  Result<std::shared_ptr<const CompiledGrammar>> compile_uncached(const StructuredOutputsParams& p, const char* field);
 
   const tokenizer::Tokenizer& tok_;
   const int64_t vocab_;
   const std::vector<int32_t> stop_token_ids_;
   std::once_flag once_;
   std::unique_ptr<Engine> engine_;
+  // Compiled grammars by constraint (emptied when full: requests repeat a few constraints).
+  static constexpr size_t kCacheEntries = 256;
+  std::mutex cache_mu_;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
 };
 
 // A choice list as an EBNF grammar (root ::= "a" | "b"), each string a literal.

@@ -4,22 +4,15 @@
 
 namespace tessera::cuda {
 
+DeviceLinear::DeviceLinear(LinearKind kind, const void* w, int64_t out_features, int64_t in_features)
+    : kind_(kind), weight_(w), out_(out_features), in_(in_features) {}
+
 DeviceLinear DeviceLinear::dense(const bf16* w, int64_t out_features, int64_t in_features) {
-  DeviceLinear l;
-  l.kind_ = LinearKind::kBf16;
-  l.weight_ = w;
-  l.out_ = out_features;
-  l.in_ = in_features;
-  return l;
+  return DeviceLinear(LinearKind::kBf16, w, out_features, in_features);
 }
 
 DeviceLinear DeviceLinear::dense(const f16* w, int64_t out_features, int64_t in_features) {
-  DeviceLinear l;
-  l.kind_ = LinearKind::kF16;
-  l.weight_ = w;
-  l.out_ = out_features;
-  l.in_ = in_features;
-  return l;
+  return DeviceLinear(LinearKind::kF16, w, out_features, in_features);
 }
 
 template <typename T>

@@ -63,6 +63,7 @@ class DeviceLinear {
                             const GemvOptions& opt) const;
 
  private:
+  DeviceLinear(LinearKind kind, const void* w, int64_t out_features, int64_t in_features);
   // The weight as T, or null when this kind is not a dense T weight.
   template <typename T>
   const T* dense_weight() const;
