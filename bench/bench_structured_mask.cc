@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
     std::ifstream in(corpus);
     for (std::string line; std::getline(in, line);) {
       if (line.empty()) continue;
-      const auto j = nlohmann::json::parse(line);
-      if (j.value("refused", nlohmann::json()).is_null()) schemas.push_back(j.at("schema").dump());
+      const auto j = nlohmann::ordered_json::parse(line);
+      if (j.value("refused", nlohmann::ordered_json()).is_null()) schemas.push_back(j.at("schema").dump());
     }
   } else {
     schemas.assign(std::begin(kBuiltin), std::end(kBuiltin));
