@@ -1,5 +1,7 @@
 #include "structured/json_schema_check.h"
 
+#include "structured/repeat_regex.h"
+
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -154,17 +156,32 @@ std::string dot_excludes_line_breaks(const std::string& regex);
 
 namespace {
 
-void rewrite(Json& s, int depth) {
+// Automaton states a schema may spend on unrolled string lengths (repeat_regex.h; each costs
+// a precomputed mask, docs/benchmarks.md has the time). Past it, lengths keep the counter.
+constexpr int64_t kUnrollBudget = 1024;
+
+// A string's length bounds as a pattern: characters a JSON string holds unescaped (the
+// engine's '.' would admit control characters), their count unrolled while the budget lasts.
+std::string length_pattern(int64_t lo, int64_t hi, int64_t* budget) {
+  const std::string atom = "[^\"\\\\\\x00-\\x1f]";
+  const int64_t states = unrolled_repeat_states(lo, hi);
+  if (std::max(lo, hi) > kEngineUnrollLimit && (hi < 0 || hi >= lo) && states <= *budget) {
+    *budget -= states;
+    return "^" + unrolled_repeat(atom, lo, hi) + "$";
+  }
+  return "^" + atom + "{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "}$";
+}
+
+void rewrite(Json& s, int depth, int64_t* budget) {
   if (!s.is_object() || depth > 256) return;
   const bool bounded = s.contains("minLength") || s.contains("maxLength");
   if (bounded && has_type(s, "string") && !s.contains("pattern") && !known_format(s)) {
-    const auto bound = [&](const char* k) -> std::string {
+    const auto bound = [&](const char* k, int64_t none) -> int64_t {
       const auto it = s.find(k);
-      return it != s.end() && it->is_number_integer() ? std::to_string(std::max<int64_t>(0, it->get<int64_t>())) : "";
+      return it != s.end() && it->is_number_integer() ? std::max<int64_t>(0, it->get<int64_t>()) : none;
     };
-    const std::string lo = bound("minLength"), hi = bound("maxLength");
-    // Characters a JSON string holds unescaped; the engine's '.' would admit control characters.
-    s["pattern"] = "^[^\"\\\\\\x00-\\x1f]{" + (lo.empty() ? "0" : lo) + "," + hi + "}$";
+    const int64_t lo = bound("minLength", 0), hi = bound("maxLength", -1);
+    s["pattern"] = length_pattern(lo, hi, budget);  // hi < lo: the engine refuses the pattern
     s.erase("minLength");
     s.erase("maxLength");
   }
@@ -174,16 +191,16 @@ void rewrite(Json& s, int depth) {
   for (const char* map : {"properties", "patternProperties", "$defs", "definitions"}) {
     const auto it = s.find(map);
     if (it == s.end() || !it->is_object()) continue;
-    for (auto& [key, sub] : it->items()) rewrite(sub, depth + 1);
+    for (auto& [key, sub] : it->items()) rewrite(sub, depth + 1, budget);
   }
   for (const char* list : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
     const auto it = s.find(list);
     if (it == s.end() || !it->is_array()) continue;
-    for (Json& sub : *it) rewrite(sub, depth + 1);
+    for (Json& sub : *it) rewrite(sub, depth + 1, budget);
   }
   for (const char* one : {"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "propertyNames"}) {
     const auto it = s.find(one);
-    if (it != s.end()) rewrite(*it, depth + 1);
+    if (it != s.end()) rewrite(*it, depth + 1, budget);
   }
 }
 
@@ -276,10 +293,11 @@ std::string unsupported_schema_keyword(const nlohmann::ordered_json& schema) {
 nlohmann::ordered_json enforceable_schema(nlohmann::ordered_json schema) {
   std::vector<std::string> refs;
   collect_refs(schema, &refs, 0);
-  rewrite(schema, 0);
+  int64_t budget = kUnrollBudget;
+  rewrite(schema, 0, &budget);
   for (const std::string& r : refs) {  // rewriting is idempotent: targets the walk reached pass again
     try {
-      rewrite(schema.at(Json::json_pointer(r.substr(1))), 0);
+      rewrite(schema.at(Json::json_pointer(r.substr(1))), 0, &budget);
     } catch (const std::exception&) {
       // a pointer to nothing: the engine's parser names it
     }
