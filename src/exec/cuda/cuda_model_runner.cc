@@ -31,6 +31,7 @@ void CudaModelRunner::Profile::report() const {
                  "%.3f ms, host wait %.3f ms, device idle before it %.3f ms\n",
                  name, static_cast<long long>(s.steps), s.plan_ms / n, s.enqueue_ms / n, s.device_ms / n, s.wait_ms / n,
                  s.idle_ms / n);
+    if (s.mask_ms > 0) std::fprintf(stderr, "tessera: CUDA profile, %s steps: grammar masks %.3f ms of the planning\n", name, s.mask_ms / n);
   }
 }
 
@@ -313,8 +314,10 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   const int64_t words = (vocab_size() + 31) / 32;
   uint32_t* bitmask = host_bitmask_[cur_].get();
   const int64_t num_masks = static_cast<int64_t>(masks.size());
+  const double t_masks = profile_.enabled && num_masks > 0 ? now_ms() : 0.0;
 #pragma omp parallel for schedule(dynamic, 1) if (num_masks > 1)
   for (int64_t m = 0; m < num_masks; ++m) masks[static_cast<size_t>(m)]->fill_allowed(bitmask + m * words, vocab_size());
+  if (t_masks > 0) st.mask_ms = now_ms() - t_masks;
   if (num_tokens == 0) return Status();
 
   // A decode step (one token per request, each sampling) replays a graph of the next bucket
@@ -450,6 +453,7 @@ Status CudaModelRunner::finish_step(const RequestLookup& lookup, std::vector<Req
       Profile::Sums& sums = st.bucket > 0 ? profile_.graph : profile_.eager;
       sums.steps += 1;
       sums.plan_ms += st.t_planned - st.t_start;
+      sums.mask_ms += st.mask_ms;
       sums.enqueue_ms += st.t_enqueued - st.t_planned;
       sums.device_ms += device_ms;
       sums.wait_ms += t_done - t_wait;

@@ -73,6 +73,7 @@ class CudaModelRunner : public ModelRunner {
     int slot = 0;      // which set of host-side step buffers it used
     int64_t seq = 0;   // launch count
     double t_start = 0, t_planned = 0, t_enqueued = 0;  // profile
+    double mask_ms = 0;                                  // profile: grammar masks' share of planning
   };
   std::deque<Launched> launched_;  // oldest first, at most two
   int64_t num_launched_ = 0;
@@ -160,7 +161,7 @@ class CudaModelRunner : public ModelRunner {
     cudaEvent_t begin[kEvents] = {}, end[kEvents] = {};
     struct Sums {
       int64_t steps = 0;
-      double plan_ms = 0, enqueue_ms = 0, device_ms = 0, wait_ms = 0, idle_ms = 0;
+      double plan_ms = 0, mask_ms = 0, enqueue_ms = 0, device_ms = 0, wait_ms = 0, idle_ms = 0;
     } graph, eager;
     int64_t last_seq = -1;  // launch count of the last profiled step
     void report() const;
