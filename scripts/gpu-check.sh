@@ -15,6 +15,8 @@
 #            the golden's summary.calibration), and cuda_tests' whole-model check against it
 #   bench8b  the issue's speed figures on that checkpoint: batch-1 decode, vLLM's latency
 #            test, offline throughput (128 x 512 -> 256 and 1000 x 1000 -> 1000)
+#   structured8b  (after weights8b) batch 64, 512 -> 256, with and without a JSON Schema per
+#            request (bench/data/structured_long_schema.json), engine and CUDA profiles
 #   serve8b  cold start of `tessera serve` (process start to /health 200) and `tessera bench
 #            serve` 1000 -> 1000 tokens at concurrency 64
 set -uo pipefail
@@ -90,6 +92,22 @@ if has weights8b; then  # only the random checkpoint (for bench8b / serve8b)
   [ -f "$MODEL8B/model.safetensors.index.json" ] \
     || step make_model8b python3 tools/reference/make_random_llama8b.py --out "$MODEL8B" || tail -20 "$LOG/make_model8b.log"
   [ -d .gpu-data/llama3_1 ] && cp .gpu-data/llama3_1/tokenizer*.json "$MODEL8B/"
+  if [ -f .gpu-data/l3gz/tokenizer.json.gz ]; then  # the compressed copy, small enough to carry with .gpu-deps
+    gunzip -c .gpu-data/l3gz/tokenizer.json.gz > "$MODEL8B/tokenizer.json"
+    cp .gpu-data/l3gz/tokenizer_config.json "$MODEL8B/"
+  fi
+fi
+
+if has structured8b; then  # batch 64 under a JSON Schema per request vs free, alternated twice
+  for round in 1 2; do
+    for mode in free schema; do
+      extra=()
+      [ $mode = schema ] && extra=(--structured-json bench/data/structured_long_schema.json)
+      step "structured_${mode}_$round" "$BIN/tessera" bench throughput --model "$MODEL8B" --max-model-len 4096 \
+        --num-prompts 64 --input-len 512 --output-len 256 --profile engine,cuda "${extra[@]}"
+      grep -E "Throughput|profile|output tokens" "$LOG/structured_${mode}_$round.log" | cut -c1-400
+    done
+  done
 fi
 
 if has model8b; then
