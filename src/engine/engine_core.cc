@@ -195,6 +195,7 @@ std::vector<EngineStepOutput> EngineCore::finish_step() {
       step_tokens += counted[i];
     }
     o.status = results[i].status;
+    o.stop_token = results[i].stop_token;
     outputs.push_back(std::move(o));
   }
   // vLLM's count: a step observed when it has outputs; its prompt tokens counted once, in the

@@ -31,6 +31,7 @@ struct EngineStepOutput {
   std::vector<PositionLogprobs> prompt_logprobs;  // prompt positions finished this step
   std::vector<int32_t> prompt_ranks;  // each one's prompt token rank (1: the most likely)
   RequestStatus status = RequestStatus::kRunning;
+  bool stop_token = false;  // new_token is the EOS or stop token that finished it (not in the text)
 };
 
 struct EngineStats {

@@ -6,7 +6,8 @@ namespace tessera {
 
 CompletionTracker::CompletionTracker(const tokenizer::Tokenizer* tok, const SamplingParams& params,
                                      std::span<const int32_t> prompt_ids, int64_t index)
-    : index_(index), stops_(params.stop, params.include_stop_str_in_output) {
+    : index_(index), stops_(params.stop, params.include_stop_str_in_output),
+      include_stop_(params.include_stop_str_in_output) {
   if (tok != nullptr) {
     const size_t context = std::min(prompt_ids.size(), tokenizer::IncrementalDetokenizer::kPromptContext);
     detok_ = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, params.skip_special_tokens,
@@ -31,6 +32,9 @@ bool CompletionTracker::add(const EngineStepOutput& o, CompletionDelta* d) {
     d->top_logprobs.push_back(*o.new_logprobs);
   }
   if (!detok_) return false;
+  // As vLLM's: the token that stopped the request is not text unless asked for (it shows with
+  // skip_special_tokens false, or as a stop_token_ids token).
+  if (o.stop_token && !include_stop_) return false;
   auto piece = detok_->step(*o.new_token);
   if (piece.ok()) text_ += *piece;
   if (!stops_.empty() && stops_.check(text_)) return true;

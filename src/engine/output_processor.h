@@ -40,6 +40,7 @@ class CompletionTracker {
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detok_;
   StopStringMatcher stops_;
   size_t hold_back_ = 0;  // bytes a stop string could still claim
+  bool include_stop_ = false;  // include_stop_str_in_output: the stopping token's text too
   std::string text_;      // all text so far
   size_t sent_ = 0;       // text_[0, sent_) is emitted
   size_t num_tokens_ = 0;

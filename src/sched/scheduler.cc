@@ -207,6 +207,7 @@ std::vector<StepResult> Scheduler::update_from_output(const SchedulerOutput& out
       r->append_output_token(token);
       res.token = token;
       if (check_stop(r, token) || constraint_ends(r, token)) {
+        res.stop_token = r->status == RequestStatus::kFinishedStopped;
         kv_.free(r->id);
         remove_from_queues(r);
       }

@@ -25,6 +25,7 @@ struct StepResult {
   int32_t token = -1;  // -1: no token this step (prefill chunk, or aborted)
   RequestStatus status = RequestStatus::kRunning;
   bool dropped = false;  // the request had finished before this step's results came: no output
+  bool stop_token = false;  // token is the EOS or stop token that finished the request
 };
 
 class Scheduler {
