@@ -22,6 +22,9 @@ struct StructuredOutputsParams {
   bool json_object = false;                        // any JSON object
   // JSON without free whitespace between tokens (compact, as json.dumps(separators=(",", ":")).
   bool disable_any_whitespace = false;
+  // The output is free until it contains these tokens (a reasoning block's end, "</think>"),
+  // and follows the constraint after them. Empty: constrained from the first token.
+  std::vector<int32_t> start_after;
 
   // How many of json, regex, choice, grammar and json_object are set.
   int kinds() const {

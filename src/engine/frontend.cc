@@ -141,7 +141,11 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
     req->priority = g.priority;
     req->arrival_seq = req->id.value;
     req->arrival_time = arrival_time;
-    if (grammar != nullptr) req->constraint = structured_->matcher(*grammar);
+    if (grammar != nullptr) {
+      req->constraint = structured_->matcher(*grammar);
+      req->constraint_start_after = g.params.structured_outputs->start_after;
+      req->constraint_waits = !req->constraint_start_after.empty();
+    }
     const RequestId id = req->id;
     status = core_.add_request(std::move(req));
     if (!status.ok()) break;

@@ -67,7 +67,7 @@ void HostSampler::finish(const Request& r, const LogitsRows& lr, const float* lo
   const float* raw = row(lr.sample_row);
   std::copy(raw, raw + vocab_, scratch_.begin());
   process_logits(scratch_.data(), vocab_, r.params, r.prompt_token_ids, r.output_token_ids, eos_token_ids_);
-  if (r.constraint != nullptr) apply_constraint(*r.constraint, raw);
+  if (TokenConstraint* c = r.active_constraint()) apply_constraint(*c, raw);
   const int32_t token = sample_token(
       scratch_.data(), vocab_, make_sampling_row(r.params, r.sampling_seed, static_cast<uint64_t>(r.num_output_tokens())));
   o->sampled_token = token;

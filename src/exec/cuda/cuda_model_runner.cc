@@ -276,7 +276,7 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
       const std::vector<LogitAdjustment> adj = logit_adjustments(
           r->params, r->prompt_token_ids, r->output_token_ids, eos_token_ids_, vocab_size(), pending);
       if (num_adjust + adj.size() > kMaxAdjustments ||
-          (r->constraint != nullptr && lr.sample_row >= max_logit_rows_)) {  // the host processes this row
+          (r->active_constraint() != nullptr && lr.sample_row >= max_logit_rows_)) {  // the host processes this row
         host_row[lr.sample_row] = true;
         device_rows.erase(s.id);
       } else if (!adj.empty()) {
@@ -286,12 +286,14 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
       }
       // A grammar's mask: filled below from the tokens accepted so far, so the next step waits
       // for this one's token (no look-ahead).
-      if (r->constraint != nullptr && !host_row[lr.sample_row]) {
+      if (r->active_constraint() != nullptr && !host_row[lr.sample_row]) {
         TESSERA_CHECK_MSG(pending == 0, "a grammar over a pending token");
         in[l.mask_rows + lr.sample_row] = static_cast<int32_t>(masks.size());
-        masks.push_back(r->constraint.get());
-        reads_output = true;
+        masks.push_back(r->active_constraint());
       }
+      // A grammar, or one waiting for its start, needs this step's token before the next
+      // step is planned (no look-ahead).
+      if (r->constraint != nullptr) reads_output = true;
     }
     for (size_t k = rows_begin; k < rows_end; ++k) in[l.adjust + k + 1] = static_cast<int32_t>(num_adjust);
   }
