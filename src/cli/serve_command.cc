@@ -329,6 +329,16 @@ void add_serve_command(CLI::App& app, int* exit_code) {
                 "Answer every request with an X-Request-Id header: the client's, or a new id");
   cmd->add_flag("--return-tokens-as-token-ids", o->api.return_tokens_as_token_ids,
                 "Name logprob tokens 'token_id:N' (for tokens that do not decode to text alone)");
+  cmd->add_flag("--enable-auto-tool-choice", o->api.tools.enable_auto_tool_choice,
+                "Let the model call tools when a request has tools and tool_choice \"auto\" (needs "
+                "--tool-call-parser)");
+  cmd->add_option("--tool-call-parser", o->api.tools.tool_call_parser,
+                  "How the model writes tool calls: hermes (Qwen2.5, Qwen3, Hermes), llama3_json, mistral, "
+                  "pythonic, qwen3_coder, deepseek_v3, ...")
+      ->check(CLI::IsMember(server::tool_parser_names()));
+  cmd->add_option("--reasoning-parser", o->api.tools.reasoning_parser,
+                  "Put the model's thinking into reasoning_content: deepseek_r1, qwen3, deepseek_v3")
+      ->check(CLI::IsMember(server::reasoning_parser_names()));
   cmd->add_flag("--enable-prompt-tokens-details", o->api.enable_prompt_tokens_details,
                 "Report usage.prompt_tokens_details.cached_tokens (prompt tokens served by the prefix cache)");
   cmd->add_option("--max-request-body-bytes", o->http.max_body_bytes, "Larger bodies get 413");
@@ -368,7 +378,12 @@ void add_serve_command(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   add_vllm_serve_flags(cmd, &o->uvicorn);
   add_vllm_engine_flags(cmd, &o->engine);
-  cmd->callback([o, exit_code] { *exit_code = run_serve(*o); });
+  cmd->callback([o, exit_code] {
+    if (o->api.tools.enable_auto_tool_choice && o->api.tools.tool_call_parser.empty()) {
+      throw CLI::ValidationError("--enable-auto-tool-choice", "requires --tool-call-parser");
+    }
+    *exit_code = run_serve(*o);
+  });
 }
 
 }  // namespace tessera::cli

@@ -13,6 +13,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/async_engine.h"
+#include "server/chat_tools.h"
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
 #include "server/worker_pool.h"
@@ -46,6 +47,7 @@ struct ApiServerConfig {
   int worker_threads = 2;                 // parse, render, tokenize and build replies off the I/O threads
   size_t max_pending_work = 512;          // requests queued for the workers; more: 503
   size_t max_pending_heavy_work = 64;     // the same for work on large inputs
+  ChatToolsConfig tools;                  // tool-call and reasoning parsing of chat replies
   std::string version;
 };
 
@@ -66,6 +68,7 @@ struct PreparedChat {
   SamplingParams params;
   size_t fixed_reply_bytes = 0;          // the least the reply takes, from the request alone
   std::vector<BeamSearchRequest> beams;  // use_beam_search: the one search
+  ChatToolPlan tool_plan;                // what tool_choice asks of the reply
 };
 
 class ApiServer {

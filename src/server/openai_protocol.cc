@@ -681,6 +681,8 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
     if (v->is_object()) check_named_tool_choice(*v, r.tools);
     r.tool_choice = *v;
   }
+  if (auto* v = field(b, "parallel_tool_calls")) r.parallel_tool_calls = get_bool(*v, "parallel_tool_calls");
+  if (auto* v = field(b, "include_reasoning")) r.include_reasoning = get_bool(*v, "include_reasoning");
   if (auto* v = field(b, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     r.chat_template_kwargs = *v;

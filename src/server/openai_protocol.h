@@ -80,6 +80,8 @@ struct ChatRequest {
   nlohmann::ordered_json messages;  // validated: list of {role, content, ...}
   nlohmann::ordered_json tools;     // null or list
   nlohmann::ordered_json tool_choice;
+  bool parallel_tool_calls = true;  // false: at most one tool call a reply
+  bool include_reasoning = true;    // vLLM's extra: false leaves reasoning_content out
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   std::optional<std::string> chat_template;  // a template given with the request
   bool add_generation_prompt = true;

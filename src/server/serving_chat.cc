@@ -37,6 +37,7 @@ PreparedChat ApiServer::render_chat_request(ChatRequest request) const {
     req.prompt_logprobs = -1;
     req.params.prompt_logprobs = -1;
   }
+  p.tool_plan = plan_chat_tools(config_.tools, req, &req.params);
   if (!req.forwarded_prompt_ids) {
     p.prompt = render_chat(req.messages, req.tools, req.chat_template_kwargs, req.add_generation_prompt,
                            req.continue_final_message, req.chat_template);
@@ -50,6 +51,14 @@ void ApiServer::tokenize_chat_request(PreparedChat* p) const {
                                            : encode(p->prompt, req.add_special_tokens, "messages");
   truncate_prompt(&p->prompt_ids, req.truncate_prompt_tokens, req.truncate_right);
   p->params = req.params;
+  // With a reasoning parser, a constraint (structured outputs, a required or named tool call)
+  // starts after the reasoning, unless the prompt already closed it.
+  if (p->params.structured_outputs && !config_.tools.reasoning_parser.empty()) {
+    const auto reasoning = make_reasoning_parser(config_.tools.reasoning_parser, p->prompt);
+    if (reasoning != nullptr && !reasoning->reasoning_ended()) {
+      p->params.structured_outputs->start_after = encode(reasoning->end_marker(), false, "messages");
+    }
+  }
   if (!req.use_beam_search) resolve_bad_words(&p->params);
   if (!req.max_tokens_given) p->params.max_tokens = engine_.max_model_len();  // up to the context
   fit_max_tokens(p->prompt_ids.size(), req.max_tokens_given, &p->params);
@@ -69,12 +78,19 @@ std::string chat_reply_role(const ChatRequest& req) {
   return req.messages.back().value("role", std::string("assistant"));
 }
 
-Json chat_choice_json(size_t index, const std::string& role, std::string content, const ChoiceState& ch, Json logprobs,
-                      bool return_token_ids) {
+Json chat_choice_json(size_t index, const std::string& role, ChatReplyMessage m, const std::string& echoed,
+                      const ChoiceState& ch, Json logprobs, bool return_token_ids) {
+  // With echo the content is a string (the echoed text first), as vLLM's.
+  Json content = m.content || !echoed.empty() ? Json(echoed + m.content.value_or("")) : Json();
+  Json message = {{"role", role},
+                  {"content", std::move(content)},
+                  {"tool_calls", std::move(m.tool_calls)},
+                  {"reasoning_content", m.reasoning ? Json(*m.reasoning) : Json()}};
+  const std::string finish = m.auto_tools_called ? std::string("tool_calls") : ch.finish_reason;
   return Json{{"index", index},
-              {"message", Json{{"role", role}, {"content", std::move(content)}, {"tool_calls", Json::array()}}},
+              {"message", std::move(message)},
               {"logprobs", std::move(logprobs)},
-              {"finish_reason", ch.finish_reason.empty() ? Json() : Json(ch.finish_reason)},
+              {"finish_reason", finish.empty() ? Json() : Json(finish)},
               {"stop_reason", ch.stop_reason},
               {"token_ids", return_token_ids ? Json(ch.token_ids) : Json()}};
 }
@@ -160,8 +176,9 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
                                                             top_k)}};
         }
         if (c > 0) budget.append(&out, ",");
-        const Json choice = chat_choice_json(c, chat_reply_role(req), echoed + ch.text, ch, std::move(logprobs),
-                                             req.return_token_ids);
+        ChatReplyParser parser(config_.tools, prep.tool_plan, req, prep.prompt);
+        const Json choice = chat_choice_json(c, chat_reply_role(req), parser.whole(ch.text), echoed, ch,
+                                             std::move(logprobs), req.return_token_ids);
         budget.append(&out, dump(choice));
       }
       // vLLM's fields in vLLM's order, those not asked for as null.
@@ -219,6 +236,11 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
             running_usage(c));
     }
   }
+  // Each choice's text through the reasoning and tool parsers: its deltas' fields.
+  std::vector<std::unique_ptr<ChatReplyParser>> parsers;
+  for (int64_t c = 0; c < n; ++c) {
+    parsers.push_back(std::make_unique<ChatReplyParser>(config_.tools, prep.tool_plan, req, prep.prompt));
+  }
   auto on_batch = [&](size_t, StreamBatch& b) {
     if (!b.error.empty()) {
       out += "data: " + error_body(http::status::bad_request, b.error) + "\n\n";
@@ -231,21 +253,32 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
       choice_tokens[static_cast<size_t>(d.index)] += static_cast<int64_t>(d.token_ids.size());
       const bool last = !d.finish_reason.empty();
       const bool tokens_wanted = (req.logprobs || req.return_token_ids) && !d.token_ids.empty();
-      if (d.text.empty() && !last && !tokens_wanted) continue;
-      Json delta = Json::object();
-      if (!d.text.empty() || !last) delta["content"] = d.text;
-      Json logprobs = nullptr;
-      if (req.logprobs && !d.token_ids.empty()) {
-        logprobs = Json{{"content", chat_logprobs_content(names, d.token_ids, d.token_logprobs, d.top_logprobs,
-                                                          top_k)}};
+      ChatReplyParser& parser = *parsers[d.index];
+      std::vector<Json> parts = parser.feed(d.text);
+      if (last) {
+        for (Json& p : parser.finish()) parts.push_back(std::move(p));
       }
-      Json choice = {{"index", d.index},
-                     {"delta", std::move(delta)},
-                     {"logprobs", std::move(logprobs)},
-                     {"finish_reason", last ? Json(d.finish_reason) : Json()}};
-      if (last) choice["stop_reason"] = stop_reason_json(d);
-      if (req.return_token_ids) choice["token_ids"] = d.token_ids;
-      event(Json::array({std::move(choice)}), running_usage(d.index));
+      if (parts.empty()) {
+        if (!last && !tokens_wanted) continue;
+        parts.push_back(last ? Json::object() : Json{{"content", ""}});
+      }
+      // The step's logprobs and token ids ride on its first chunk, the finish on its last.
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const bool first = i == 0, final = last && i + 1 == parts.size();
+        Json logprobs = nullptr;
+        if (first && req.logprobs && !d.token_ids.empty()) {
+          logprobs = Json{{"content", chat_logprobs_content(names, d.token_ids, d.token_logprobs, d.top_logprobs,
+                                                            top_k)}};
+        }
+        const std::string finish = parser.auto_tools_called() ? std::string("tool_calls") : d.finish_reason;
+        Json choice = {{"index", d.index},
+                       {"delta", std::move(parts[i])},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", final ? Json(finish) : Json()}};
+        if (final) choice["stop_reason"] = stop_reason_json(d);
+        if (req.return_token_ids) choice["token_ids"] = first ? d.token_ids : std::vector<int32_t>{};
+        event(Json::array({std::move(choice)}), running_usage(d.index));
+      }
     }
   };
   // Beam search streams as vLLM's does: the roles first, then each choice's whole text in

@@ -107,8 +107,9 @@ net::awaitable<void> ApiServer::chat_completions_batch(HttpExchange& ex) {
         logprobs = Json{{"content", chat_logprobs_content(names, ch.token_ids, ch.token_logprobs, ch.top_logprobs, top_k)}};
       }
       if (i > 0) budget.append(&out, ",");
-      budget.append(&out, dump(chat_choice_json(i, chat_reply_role(req), chat_echo_prefix(req) + ch.text, ch,
-                                                std::move(logprobs), req.return_token_ids)));
+      ChatReplyParser parser(config_.tools, preps[i].tool_plan, req, preps[i].prompt);
+      budget.append(&out, dump(chat_choice_json(i, chat_reply_role(req), parser.whole(ch.text), chat_echo_prefix(req),
+                                                ch, std::move(logprobs), req.return_token_ids)));
     }
     budget.append(&out, "],\"service_tier\":null,\"system_fingerprint\":null,\"usage\":");
     budget.append(&out, dump(usage_json(prompt_tokens, completion_tokens, std::nullopt)));

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/async_engine.h"
+#include "server/chat_tools.h"
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
 #include "tokenizer/tokenizer.h"
@@ -138,8 +139,8 @@ std::string chat_echo_prefix(const ChatRequest& req);
 // message's (vLLM's rule).
 std::string chat_reply_role(const ChatRequest& req);
 // One choice of an unstreamed chat reply, vLLM's fields in vLLM's order.
-Json chat_choice_json(size_t index, const std::string& role, std::string content, const ChoiceState& ch, Json logprobs,
-                      bool return_token_ids);
+Json chat_choice_json(size_t index, const std::string& role, ChatReplyMessage message, const std::string& echoed,
+                      const ChoiceState& ch, Json logprobs, bool return_token_ids);
 // Fewest reply bytes of one generated token's logprobs entry ({"token", "logprob", "bytes",
 // "top_logprobs"}), and of each alternative in it.
 constexpr size_t kMinChatLogprobBytes = 50;

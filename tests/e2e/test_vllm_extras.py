@@ -655,13 +655,22 @@ class DeploymentFlagsTest(unittest.TestCase):
         self.assertIn("KV cache:", out.stderr)
 
     def test_flags_of_features_not_built_stop_the_start(self):
-        for args, named in ((["--enable-lora"], "--enable-lora"), (["--tool-call-parser", "hermes"], "--tool-call-parser"),
+        for args, named in ((["--enable-lora"], "--enable-lora"), (["--speculative-config", "{}"], "--speculative-config"),
                             (["--ssl-keyfile", "/tmp/key.pem"], "--ssl-keyfile")):
             out = subprocess.run([self.binary, "serve", self.model, "--port", "0", *args], capture_output=True,
                                  text=True, timeout=60)
             self.assertNotEqual(out.returncode, 0, args)
             self.assertIn(named, out.stderr + out.stdout)
             self.assertIn("not support", out.stderr + out.stdout)
+
+    def test_tool_flags_are_checked_at_start(self):
+        for args, named in ((["--enable-auto-tool-choice"], "requires --tool-call-parser"),
+                            (["--tool-call-parser", "nope"], "--tool-call-parser"),
+                            (["--reasoning-parser", "nope"], "--reasoning-parser")):
+            out = subprocess.run([self.binary, "serve", self.model, "--port", "0", *args], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertNotEqual(out.returncode, 0, args)
+            self.assertIn(named, out.stderr + out.stdout)
 
     def test_tokenizer_info(self):
         status, info, raw = self.server.json_request("GET", "/tokenizer_info")

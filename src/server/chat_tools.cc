@@ -1,0 +1,320 @@
+#include "server/chat_tools.h"
+
+#include <random>
+
+#include "chat/python_json.h"
+#include "server/serving_common.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+bool has_tools(const ChatRequest& req) { return req.tools.is_array() && !req.tools.empty(); }
+
+// Each tool is {"type": "function", "function": {"name": ..., "parameters": {...}}}.
+void check_tools(const Json& tools) {
+  if (!tools.is_array()) return;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const Json& t = tools[i];
+    if (!t.is_object()) bad_request(at + " must be an object", "tools");
+    if (const auto type = t.find("type"); type != t.end() && *type != "function") {
+      bad_request(at + ".type must be \"function\"", "tools");
+    }
+    const auto f = t.find("function");
+    if (f == t.end() || !f->is_object()) bad_request(at + ".function is required (an object)", "tools");
+    const auto name = f->find("name");
+    if (name == f->end() || !name->is_string()) bad_request(at + ".function.name is required (a string)", "tools");
+    if (const auto p = f->find("parameters"); p != f->end() && !p->is_object() && !p->is_null()) {
+      bad_request(at + ".function.parameters must be an object (a JSON Schema)", "tools");
+    }
+  }
+}
+
+// A function's parameters schema ({"type": "object", "properties": {}} when it has none),
+// its $defs moved to *defs: nested under the calls' schema, "#/$defs/..." must still resolve.
+Json parameters_schema(const Json& function, Json* defs) {
+  const auto p = function.find("parameters");
+  if (p == function.end() || !p->is_object() || p->empty()) return Json{{"type", "object"}, {"properties", Json::object()}};
+  Json schema = *p;
+  if (const auto d = schema.find("$defs"); d != schema.end() && d->is_object()) {
+    for (const auto& [name, def] : d->items()) {
+      if (defs->contains(name) && (*defs)[name] != def) {
+        bad_request("tools define $defs/" + name + " twice, differently", "tools");
+      }
+      (*defs)[name] = def;
+    }
+    schema.erase("$defs");
+  }
+  return schema;
+}
+
+const Json* find_function(const Json& tools, const std::string& name) {
+  for (const Json& t : tools) {
+    if (t.is_object() && t.contains("function") && t["function"].value("name", std::string()) == name) {
+      return &t["function"];
+    }
+  }
+  return nullptr;
+}
+
+// tool_choice "required": a list of at least one {"name", "parameters"} of the tools (at most
+// one when parallel_tool_calls is false), vLLM's schema for it.
+Json required_calls_schema(const ChatRequest& req) {
+  Json defs = Json::object();
+  Json any = Json::array();
+  for (const Json& t : req.tools) {
+    const Json& f = t["function"];
+    any.push_back(Json{{"properties",
+                        Json{{"name", Json{{"type", "string"}, {"enum", Json::array({f["name"]})}}},
+                             {"parameters", parameters_schema(f, &defs)}}},
+                       {"required", Json::array({"name", "parameters"})}});
+  }
+  Json schema = {{"type", "array"}, {"minItems", 1}, {"items", Json{{"type", "object"}, {"anyOf", std::move(any)}}}};
+  if (!req.parallel_tool_calls) schema["maxItems"] = 1;
+  if (!defs.empty()) schema["$defs"] = std::move(defs);
+  return schema;
+}
+
+Json named_call_schema(const Json& function) {
+  Json defs = Json::object();
+  Json schema = parameters_schema(function, &defs);
+  if (!defs.empty()) schema["$defs"] = std::move(defs);
+  return schema;
+}
+
+std::string alphanumeric_id(size_t n) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string id;
+  for (size_t i = 0; i < n; ++i) id += kChars[rng() % (sizeof(kChars) - 1)];
+  return id;
+}
+
+Json call_json(const std::string& id, const std::string& name, const std::string& arguments) {
+  return Json{{"id", id}, {"type", "function"}, {"function", Json{{"name", name}, {"arguments", arguments}}}};
+}
+
+// The calls of a "required" reply: its JSON list, each call's parameters as Python's
+// json.dumps writes them (vLLM's form). nullopt when the text is not such a list (a reply cut
+// by max_tokens): it then stays content.
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_required_calls(const std::string& text) {
+  const std::optional<Json> list = chat::python_json_loads(text);
+  if (!list || !list->is_array()) return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> calls;
+  for (const Json& c : *list) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
+    const auto params = c.find("parameters");
+    calls.emplace_back(c["name"].get<std::string>(), chat::python_json_dumps(params == c.end() ? Json::object() : *params));
+  }
+  return calls;
+}
+
+}  // namespace
+
+std::string random_tool_call_id() { return random_id("chatcmpl-tool-"); }
+
+ChatToolPlan plan_chat_tools(const ChatToolsConfig& config, const ChatRequest& req, SamplingParams* params) {
+  check_tools(req.tools);
+  ChatToolPlan plan;
+  const Json& tc = req.tool_choice;
+  if (tc.is_null()) {
+    plan.choice = has_tools(req) ? ToolChoice::kAuto : ToolChoice::kNone;
+  } else if (tc.is_object()) {
+    plan.choice = ToolChoice::kNamed;
+    plan.named = tc["function"]["name"].get<std::string>();
+  } else if (tc == "none") {
+    plan.choice = ToolChoice::kNone;
+  } else if (tc == "auto") {
+    plan.choice = ToolChoice::kAuto;
+  } else if (tc == "required") {
+    plan.choice = ToolChoice::kRequired;
+  } else {
+    bad_request("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                "{\"name\": ...}}",
+                "tool_choice");
+  }
+  if (plan.choice != ToolChoice::kNone && !has_tools(req)) {
+    if (plan.choice == ToolChoice::kAuto) {
+      plan.choice = ToolChoice::kNone;  // "auto" without tools: nothing to call
+    } else {
+      bad_request("When using `tool_choice`, `tools` must be set.", "tool_choice");
+    }
+  }
+  if (plan.choice == ToolChoice::kAuto && (!config.enable_auto_tool_choice || config.tool_call_parser.empty())) {
+    bad_request("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+                "tool_choice");
+  }
+  if (plan.choice == ToolChoice::kRequired || plan.choice == ToolChoice::kNamed) {
+    if (params->structured_outputs) {
+      bad_request("You can only either use constraints for structured outputs or tools, not both.", "tool_choice");
+    }
+    const Json schema = plan.choice == ToolChoice::kRequired ? required_calls_schema(req)
+                                                             : named_call_schema(*find_function(req.tools, plan.named));
+    params->structured_outputs = StructuredOutputsParams{};
+    params->structured_outputs->json = schema.dump();
+  }
+  if (plan.choice == ToolChoice::kAuto) {
+    auto parser = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, random_tool_call_id});
+    if (parser != nullptr && parser->keeps_special_tokens()) params->skip_special_tokens = false;
+  }
+  return plan;
+}
+
+ChatReplyParser::ChatReplyParser(const ChatToolsConfig& config, const ChatToolPlan& plan, const ChatRequest& req,
+                                 std::string_view prompt)
+    : plan_(plan), include_reasoning_(req.include_reasoning), parallel_(req.parallel_tool_calls) {
+  if (!config.reasoning_parser.empty()) reasoning_ = make_reasoning_parser(config.reasoning_parser, prompt);
+  if (plan.choice == ToolChoice::kAuto && !config.tool_call_parser.empty()) {
+    std::function<std::string()> make_id = random_tool_call_id;
+    if (config.tool_call_parser == "mistral") make_id = [] { return alphanumeric_id(9); };
+    tools_ = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, std::move(make_id)});
+  }
+}
+
+ChatReplyParser::~ChatReplyParser() = default;
+
+ChatReplyMessage ChatReplyParser::whole(const std::string& text) {
+  ChatReplyMessage m;
+  std::optional<std::string> content = text;
+  if (reasoning_) {
+    ReasoningSplit s = reasoning_->extract(text);
+    if (include_reasoning_) m.reasoning = std::move(s.reasoning);
+    content = std::move(s.content);
+  }
+  switch (plan_.choice) {
+    case ToolChoice::kNone:
+      m.content = std::move(content);
+      break;
+    case ToolChoice::kNamed:
+      m.content = "";
+      m.tool_calls.push_back(call_json(random_tool_call_id(), plan_.named, content.value_or("")));
+      break;
+    case ToolChoice::kRequired: {
+      const auto calls = parse_required_calls(content.value_or(""));
+      if (!calls) {
+        m.content = std::move(content);
+        break;
+      }
+      m.content = "";
+      for (const auto& [name, args] : *calls) {
+        if (!parallel_ && !m.tool_calls.empty()) break;
+        m.tool_calls.push_back(call_json(random_tool_call_id(), name, args));
+      }
+      break;
+    }
+    case ToolChoice::kAuto: {
+      if (tools_ == nullptr) {
+        m.content = std::move(content);
+        break;
+      }
+      ExtractedToolCalls e = tools_->extract(content.value_or(""));
+      if (!e.tools_called) {
+        m.content = std::move(content);
+        break;
+      }
+      m.auto_tools_called = true;
+      m.content = std::move(e.content);
+      for (const ToolCall& c : e.tool_calls) {
+        if (!parallel_ && !m.tool_calls.empty()) break;
+        m.tool_calls.push_back(call_json(c.id, c.name, c.arguments));
+      }
+      break;
+    }
+  }
+  return m;
+}
+
+std::vector<Json> ChatReplyParser::feed(std::string_view text) {
+  if (!reasoning_) return after_reasoning(text, false);
+  ReasoningSplit s = reasoning_->feed(text);
+  std::vector<Json> out;
+  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning_content", *s.reasoning}});
+  for (Json& d : after_reasoning(s.content.value_or(""), false)) out.push_back(std::move(d));
+  return out;
+}
+
+std::vector<Json> ChatReplyParser::finish() {
+  if (!reasoning_) return after_reasoning("", true);
+  ReasoningSplit s = reasoning_->finish();
+  std::vector<Json> out;
+  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning_content", *s.reasoning}});
+  for (Json& d : after_reasoning(s.content.value_or(""), true)) out.push_back(std::move(d));
+  return out;
+}
+
+std::vector<Json> ChatReplyParser::after_reasoning(std::string_view content, bool last) {
+  std::vector<Json> out;
+  switch (plan_.choice) {
+    case ToolChoice::kNone:
+      if (!content.empty()) out.push_back(Json{{"content", std::string(content)}});
+      break;
+    case ToolChoice::kNamed:
+      // The reply is the arguments: the call's name first, its argument text as it comes.
+      if (!named_started_ && (!content.empty() || last)) {
+        Json call = call_json(random_tool_call_id(), plan_.named, std::string(content));
+        call["index"] = 0;
+        out.push_back(Json{{"tool_calls", Json::array({std::move(call)})}});
+        named_started_ = true;
+      } else if (!content.empty()) {
+        out.push_back(Json{{"tool_calls", Json::array({Json{{"index", 0},
+                                                              {"function", Json{{"arguments", std::string(content)}}}}})}});
+      }
+      break;
+    case ToolChoice::kRequired: {
+      // The list is sent once whole: each call then has its name and complete arguments.
+      held_.append(content);
+      if (!last) break;
+      const auto calls = parse_required_calls(held_);
+      if (!calls) {
+        if (!held_.empty()) out.push_back(Json{{"content", held_}});
+        break;
+      }
+      Json list = Json::array();
+      for (const auto& [name, args] : *calls) {
+        if (!parallel_ && !list.empty()) break;
+        Json call = call_json(random_tool_call_id(), name, args);
+        call["index"] = static_cast<int>(list.size());
+        list.push_back(std::move(call));
+      }
+      out.push_back(Json{{"tool_calls", std::move(list)}});
+      break;
+    }
+    case ToolChoice::kAuto: {
+      if (tools_ == nullptr) {
+        if (!content.empty()) out.push_back(Json{{"content", std::string(content)}});
+        break;
+      }
+      ToolStreamDelta d = tools_->feed(content);
+      if (last) {
+        ToolStreamDelta tail = tools_->finish();
+        d.content += tail.content;
+        for (ToolCallDelta& c : tail.tool_calls) d.tool_calls.push_back(std::move(c));
+      }
+      if (!d.content.empty()) out.push_back(Json{{"content", std::move(d.content)}});
+      Json calls = Json::array();
+      for (const ToolCallDelta& c : d.tool_calls) {
+        if (!parallel_ && c.index > 0) continue;
+        Json call = {{"index", c.index}};
+        if (c.id) {
+          call["id"] = *c.id;
+          call["type"] = "function";
+        }
+        Json fn = Json::object();
+        if (c.name) fn["name"] = *c.name;
+        fn["arguments"] = c.arguments;
+        call["function"] = std::move(fn);
+        calls.push_back(std::move(call));
+      }
+      if (!calls.empty()) {
+        auto_tools_called_ = true;
+        out.push_back(Json{{"tool_calls", std::move(calls)}});
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::server
