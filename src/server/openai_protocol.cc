@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "server/request_fields.h"
+
 namespace tessera::server {
 
 namespace {
@@ -442,6 +444,12 @@ void parse_sampling(const Json& b, const SamplingDefaults& d, SamplingParams* p)
     p->include_stop_str_in_output = get_bool(*v, "include_stop_str_in_output");
   }
   if (auto* v = field(b, "user")) get_string(*v, "user");
+  if (auto* v = field(b, "service_tier")) get_string(*v, "service_tier");
+  if (auto* v = field(b, "metadata")) {  // OpenAI's: up to 16 string labels
+    if (!v->is_object() || v->size() > 16) wrong_type("metadata", "an object of at most 16 strings", *v);
+    for (const auto& [k, label] : v->items()) get_string(label, "metadata");
+  }
+  if (auto* v = field(b, "spaces_between_special_tokens")) get_bool(*v, "spaces_between_special_tokens");
   if (auto* v = field(b, "allowed_token_ids")) {  // vLLM's extra
     if (!v->is_array()) wrong_type("allowed_token_ids", "a list of token ids", *v);
     if (v->empty()) bad_request("allowed_token_ids must not be empty", "allowed_token_ids");
@@ -565,9 +573,20 @@ Json parse_json_body(const std::string& body) {
   return j;
 }
 
+// vLLM's request_id: the reply's id is built from it (a non-empty string).
+std::optional<std::string> parse_request_id(const Json& b) {
+  const Json* v = field(b, "request_id");
+  if (v == nullptr) return std::nullopt;
+  std::string id = get_string(*v, "request_id");
+  if (id.empty() || id.size() > 256) bad_request("request_id must hold 1 to 256 characters", "request_id");
+  return id;
+}
+
 CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults& defaults) {
+  check_request_fields(b, RequestRoute::kCompletion);
   CompletionRequest r;
   r.model = parse_model(b);
+  r.request_id = parse_request_id(b);
   const Json* prompt = field(b, "prompt");
   // vLLM's text: one request may carry prompt_embeds instead (not supported here).
   const std::string kNoPrompt = "Either prompt or prompt_embeds must be provided and non-empty.";
@@ -635,6 +654,7 @@ CompletionRequest parse_completion_request(const Json& b, const SamplingDefaults
 }
 
 ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) {
+  check_request_fields(b, RequestRoute::kChat);
   ChatRequest r;
   r.model = parse_model(b);
   const Json* messages = field(b, "messages");
@@ -686,6 +706,22 @@ ChatRequest parse_chat_request(const Json& b, const SamplingDefaults& defaults) 
   if (auto* v = field(b, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     r.chat_template_kwargs = *v;
+  }
+  r.request_id = parse_request_id(b);
+  // vLLM's documents (RAG templates read them) and reasoning_effort (gpt-oss-style templates):
+  // template variables, unless chat_template_kwargs sets them.
+  if (auto* v = field(b, "documents")) {
+    if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const Json& d) { return d.is_object(); })) {
+      wrong_type("documents", "a list of objects", *v);
+    }
+    if (!r.chat_template_kwargs.contains("documents")) r.chat_template_kwargs["documents"] = *v;
+  }
+  if (auto* v = field(b, "reasoning_effort")) {
+    const std::string effort = get_string(*v, "reasoning_effort");
+    if (effort != "low" && effort != "medium" && effort != "high") {
+      bad_request("reasoning_effort must be \"low\", \"medium\" or \"high\"", "reasoning_effort");
+    }
+    if (!r.chat_template_kwargs.contains("reasoning_effort")) r.chat_template_kwargs["reasoning_effort"] = effort;
   }
   if (auto* v = field(b, "chat_template")) r.chat_template = get_string(*v, "chat_template");
   if (auto* v = field(b, "add_generation_prompt")) r.add_generation_prompt = get_bool(*v, "add_generation_prompt");

@@ -64,6 +64,7 @@ struct CompletionRequest {
   bool include_usage = false;
   bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage in every chunk
   int32_t priority = 0;
+  std::optional<std::string> request_id;  // vLLM's extra: the reply's id is "cmpl-" + it
   int64_t logprobs = -1;  // -1: none
   bool add_special_tokens = true;
   std::optional<int64_t> truncate_prompt_tokens;  // keep K prompt tokens (-1: the context)
@@ -80,6 +81,7 @@ struct ChatRequest {
   nlohmann::ordered_json messages;  // validated: list of {role, content, ...}
   nlohmann::ordered_json tools;     // null or list
   nlohmann::ordered_json tool_choice;
+  std::optional<std::string> request_id;  // vLLM's extra: the reply's id is "chatcmpl-" + it
   bool parallel_tool_calls = true;  // false: at most one tool call a reply
   bool include_reasoning = true;    // vLLM's extra: false leaves reasoning_content out
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

@@ -112,7 +112,7 @@ net::awaitable<void> ApiServer::chat_completions(HttpExchange& ex) {
   if (!req.use_beam_search) {
     streams.add(engine_.add_request(GenerateRequest{prompt_ids, params, req.priority, ex.waker()}));
   }
-  const std::string id = random_id("chatcmpl-");
+  const std::string id = req.request_id ? "chatcmpl-" + *req.request_id : random_id("chatcmpl-");
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   const int64_t n = params.n;

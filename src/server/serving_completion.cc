@@ -86,7 +86,7 @@ net::awaitable<void> ApiServer::completions(HttpExchange& ex) {
   for (size_t i = 0; i < num_prompts && !req.use_beam_search; ++i) {
     streams.add(engine_.add_request(GenerateRequest{prompt_ids[i], prep.params[i], req.priority, wake}));
   }
-  const std::string id = random_id("cmpl-");
+  const std::string id = req.request_id ? "cmpl-" + *req.request_id : random_id("cmpl-");
   const int64_t created = unix_time();
   const std::string& model = config_.served_model_name;
   // Alternatives per position: the top k, or every candidate the engine gave for

@@ -162,9 +162,10 @@ class CompletionBeamSearchTest(unittest.TestCase):
         body = {"prompt": "Hi", "max_tokens": 4, "use_beam_search": True}
         self.assertEqual(error_of("/v1/completions", dict(body, stream=True)),
                          (400, "Streaming is not currently supported with beam search"))
-        for route, extra in (("/v1/completions", {}),
-                             ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}]})):
-            status, message = error_of(route, dict(body, n=11, **extra))
+        chat_body = {k: v for k, v in body.items() if k != "prompt"}
+        chat_body["messages"] = [{"role": "user", "content": "Hi"}]
+        for route, b in (("/v1/completions", body), ("/v1/chat/completions", chat_body)):
+            status, message = error_of(route, dict(b, n=11))
             self.assertEqual((status, message), (400, "Requested sample logprobs of 22, which is greater than max "
                                                       "allowed: 20"), route)
         self.assertEqual(error_of("/v1/completions", dict(body, length_penalty="long"))[0], 400)

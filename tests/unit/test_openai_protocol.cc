@@ -477,6 +477,40 @@ TEST(OpenAiProtocol, JsonInsideStringsHasADepthLimitToo) {
   EXPECT_THROW(parse_client_json("[[[1]]]", 2), ApiError);
 }
 
+// No field passes unread: unknown ones and known ones of features not built are 400s naming
+// them; annotations and the other route's fields are told apart.
+TEST(OpenAiProtocol, EveryRequestFieldIsReadOrRefused) {
+  auto ch = [](const std::string& b) { return error_param([](const std::string& x) { return chat(x); }, b); };
+  auto chat_text = [](const std::string& b) { return error_text([](const std::string& x) { return chat(x); }, b); };
+  EXPECT_EQ(ch("{" + kMsgs + R"(, "frobnicate": 1})"), "frobnicate");
+  EXPECT_EQ(chat_text("{" + kMsgs + R"(, "frobnicate": 1})"), "Unrecognized request argument supplied: frobnicate");
+  EXPECT_EQ(chat_text("{" + kMsgs + R"(, "prompt": "x"})"),
+            "Unrecognized request argument supplied: prompt (a completions field)");
+  EXPECT_EQ(c_param(R"({"prompt": "x", "messages": []})"), "messages");
+  for (const char* refused : {R"("logits_processors": ["a.b"])", R"("cache_salt": "s")", R"("store": true)",
+                              R"("modalities": ["text", "audio"])", R"("functions": [{"name": "f"}])",
+                              R"("mm_processor_kwargs": {"a": 1})"}) {
+    const std::string body = "{" + kMsgs + ", " + refused + "}";
+    EXPECT_NE(chat_text(body).find("is not supported"), std::string::npos) << body;
+  }
+  // Their "off" values, null, annotations and vLLM's extras pass.
+  for (const char* ok : {R"("store": false)", R"("modalities": ["text"])", R"("logits_processors": [])",
+                         R"("cache_salt": null)", R"("user": "u", "metadata": {"a": "b"}, "service_tier": "auto")",
+                         R"("spaces_between_special_tokens": true)", R"("reasoning_effort": "low")",
+                         R"("request_id": "abc", "documents": [{"title": "t", "text": "x"}])"}) {
+    EXPECT_EQ(ch("{" + kMsgs + ", " + ok + "}"), "ok") << ok;
+  }
+  EXPECT_EQ(ch("{" + kMsgs + R"(, "metadata": {"a": 1}})"), "metadata");
+  EXPECT_EQ(ch("{" + kMsgs + R"(, "reasoning_effort": "max"})"), "reasoning_effort");
+  EXPECT_EQ(ch("{" + kMsgs + R"(, "request_id": ""})"), "request_id");
+  const ChatRequest r = chat("{" + kMsgs + R"(, "request_id": "r1", "reasoning_effort": "high",
+                                             "documents": [{"text": "d"}]})");
+  EXPECT_EQ(r.request_id, "r1");
+  EXPECT_EQ(r.chat_template_kwargs["reasoning_effort"], "high");
+  EXPECT_EQ(r.chat_template_kwargs["documents"][0]["text"], "d");
+  EXPECT_EQ(completion(R"({"prompt": "x", "request_id": "q"})").request_id, "q");
+}
+
 TEST(Prometheus, RendersCountersGaugesAndCumulativeHistograms) {
   EngineMetrics m;
   m.num_requests_running = 3;
