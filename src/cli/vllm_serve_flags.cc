@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace tessera::cli {
 namespace {
 
@@ -28,8 +30,6 @@ constexpr Flag kNotBuilt[] = {
     {"--max-loras", true, "LoRA adapters"},
     {"--max-lora-rank", true, "LoRA adapters"},
     {"--speculative-config", true, "speculative decoding"},
-    {"--structured-outputs-config", true, "structured outputs"},
-    {"--guided-decoding-backend", true, "structured outputs"},
     {"--data-parallel-size", true, "data parallelism"},
     {"--enable-expert-parallel", false, "expert parallelism"},
     {"--limit-mm-per-prompt", true, "multimodal inputs"},
@@ -60,6 +60,32 @@ void add_vllm_serve_flags(CLI::App* cmd, UvicornFlags* uvicorn) {
   cmd->add_option("--uvicorn-log-level", uvicorn->log_level,
                   "vLLM's: uvicorn's log level; warning, error and critical turn the access log off (default: info)")
       ->check(CLI::IsMember({"critical", "debug", "error", "info", "trace", "warning"}))
+      ->group(group);
+  // Structured outputs run on xgrammar (src/structured/): its name and "auto" are accepted,
+  // another backend is refused by name.
+  auto backend = [](const char* flag, const std::string& name) {
+    if (name != "auto" && name != "xgrammar") {
+      throw CLI::ValidationError(flag, "backend " + name + ": Tessera's structured outputs run on xgrammar only");
+    }
+  };
+  cmd->add_option_function<std::string>(
+         "--guided-decoding-backend", [backend](const std::string& v) { backend("--guided-decoding-backend", v); },
+         "vLLM's older name of the structured-outputs backend: auto or xgrammar")
+      ->group(group);
+  cmd->add_option_function<std::string>(
+         "--structured-outputs-config",
+         [backend](const std::string& v) {
+           const auto j = nlohmann::json::parse(v, nullptr, false);
+           if (!j.is_object()) throw CLI::ValidationError("--structured-outputs-config", "not a JSON object: " + v);
+           for (const auto& [key, value] : j.items()) {
+             if (key == "backend" && value.is_string()) {
+               backend("--structured-outputs-config", value.get<std::string>());
+             } else {
+               throw CLI::ValidationError("--structured-outputs-config", key + " is not supported yet (only backend)");
+             }
+           }
+         },
+         "vLLM's structured-outputs settings, as JSON: {\"backend\": \"xgrammar\"} (or auto)")
       ->group(group);
   for (const Flag& f : kWithoutEffect) {
     const std::string help = std::string("vLLM's; no effect here: ") + f.why;

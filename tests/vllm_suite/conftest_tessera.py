@@ -363,8 +363,6 @@ UNBUILT_FLAGS = {
     "--speculative-config": "speculative decoding",
     "--limit-mm-per-prompt": "multimodal inputs", "--mm-processor-kwargs": "multimodal inputs",
     "--enable-sleep-mode": "sleep mode",
-    "--structured-outputs-config": "structured outputs",
-    "--guided-decoding-backend": "structured outputs",
     "--watermark-config": "watermarking",
     "--skip-tokenizer-init": "serving without a tokenizer (--skip-tokenizer-init)",
     "--api-server-count": "several API server processes",
@@ -385,9 +383,8 @@ SOFT_UNBUILT_FLAGS = {
     "--enable-lora": "LoRA", "--lora-modules": "LoRA", "--lora-module": "LoRA",
     "--max-lora-rank": "LoRA", "--max-loras": "LoRA", "--max-cpu-loras": "LoRA",
     "--fully-sharded-loras": "LoRA", "--lora-dtype": "LoRA",
-    "--enable-auto-tool-choice": "tool-call parsers", "--tool-call-parser": "tool-call parsers",
-    "--tool-parser-plugin": "tool-call parsers", "--tool-server": "tool servers (MCP)",
-    "--reasoning-parser": "reasoning parsers", "--reasoning-config": "reasoning parsers",
+    "--tool-parser-plugin": "tool-call parser plugins", "--tool-server": "tool servers (MCP)",
+    "--reasoning-config": "reasoning budgets",
 }
 DROPPED_FLAGS = {"--tokenizer-mode", "--hf-overrides", "--load-format",
                  "--attention-backend", "--enable-metrics",
@@ -693,20 +690,8 @@ _tests_pkg.conftest = _tests_conftest
 # Tests that start a server but whose requests need a feature Tessera has not built
 # (node-id substring -> feature). Filled from the first run (see RESULTS.md).
 UNBUILT_TESTS: dict[str, str] = {
-    # structured outputs / guided decoding (`structured_outputs`, `response_format` json_*)
-    "::test_invalid_json_schema": "structured outputs",
-    "::test_invalid_regex": "structured outputs",
-    "::test_invalid_grammar": "structured outputs",
-    "::test_empty_grammar": "structured outputs",
-    "test_chat.py::test_structured_outputs_": "structured outputs",
-    "test_chat.py::test_response_format_json_object": "structured outputs",
-    "test_chat.py::test_response_format_json_schema": "structured outputs",
-    "::test_batched_chat_completions_with_json_schema": "structured outputs",
-    # tool-call and reasoning parsers
-    "test_completion_with_function_calling.py": "tool-call parsers",
-    "test_return_token_ids.py::test_chat_completion_with_tool_use": "tool-call parsers",
-    "test_include_reasoning.py": "reasoning parsers",
-    "test_thinking_token_budget.py": "reasoning parsers",
+    # reasoning budgets (thinking_token_budget, --reasoning-config)
+    "test_thinking_token_budget.py": "reasoning budgets",
     "test_serving_chat.py::TestGPTOSS": "gpt-oss Harmony format (reasoning + tool-call parsers)",
     # LoRA: the test checks the adapters /v1/models lists
     "models/test_models.py::test_check_models": "LoRA adapters (listed in /v1/models)",
