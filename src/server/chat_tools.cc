@@ -188,16 +188,16 @@ ChatReplyMessage ChatReplyParser::whole(const std::string& text) {
       m.content = std::move(content);
       break;
     case ToolChoice::kNamed:
+      // The grammar made the text the arguments; a reply cut short (max_tokens) has no call.
       m.content = "";
-      m.tool_calls.push_back(call_json(random_tool_call_id(), plan_.named, content.value_or("")));
+      if (content && chat::python_json_loads(*content)) {
+        m.tool_calls.push_back(call_json(random_tool_call_id(), plan_.named, *content));
+      }
       break;
     case ToolChoice::kRequired: {
+      m.content = "";  // a forced call's reply has no content, cut short or not (vLLM's)
       const auto calls = parse_required_calls(content.value_or(""));
-      if (!calls) {
-        m.content = std::move(content);
-        break;
-      }
-      m.content = "";
+      if (!calls) break;
       for (const auto& [name, args] : *calls) {
         if (!parallel_ && !m.tool_calls.empty()) break;
         m.tool_calls.push_back(call_json(random_tool_call_id(), name, args));
@@ -230,7 +230,7 @@ std::vector<Json> ChatReplyParser::feed(std::string_view text) {
   if (!reasoning_) return after_reasoning(text, false);
   ReasoningSplit s = reasoning_->feed(text);
   std::vector<Json> out;
-  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning_content", *s.reasoning}});
+  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning", *s.reasoning}});
   for (Json& d : after_reasoning(s.content.value_or(""), false)) out.push_back(std::move(d));
   return out;
 }
@@ -239,7 +239,7 @@ std::vector<Json> ChatReplyParser::finish() {
   if (!reasoning_) return after_reasoning("", true);
   ReasoningSplit s = reasoning_->finish();
   std::vector<Json> out;
-  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning_content", *s.reasoning}});
+  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning", *s.reasoning}});
   for (Json& d : after_reasoning(s.content.value_or(""), true)) out.push_back(std::move(d));
   return out;
 }
@@ -267,10 +267,7 @@ std::vector<Json> ChatReplyParser::after_reasoning(std::string_view content, boo
       held_.append(content);
       if (!last) break;
       const auto calls = parse_required_calls(held_);
-      if (!calls) {
-        if (!held_.empty()) out.push_back(Json{{"content", held_}});
-        break;
-      }
+      if (!calls) break;  // cut short: no call, no content
       Json list = Json::array();
       for (const auto& [name, args] : *calls) {
         if (!parallel_ && !list.empty()) break;

@@ -40,7 +40,7 @@ ChatToolPlan plan_chat_tools(const ChatToolsConfig& config, const ChatRequest& r
 
 // One reply choice's message fields.
 struct ChatReplyMessage {
-  std::optional<std::string> reasoning;  // reasoning_content
+  std::optional<std::string> reasoning;  // vLLM's message.reasoning
   std::optional<std::string> content;
   nlohmann::ordered_json tool_calls = nlohmann::ordered_json::array();  // OpenAI's tool_calls[]
   bool auto_tools_called = false;  // finish_reason becomes "tool_calls"
@@ -54,7 +54,7 @@ class ChatReplyParser {
   ~ChatReplyParser();
 
   ChatReplyMessage whole(const std::string& text);
-  // Streaming: the choice's next text -> delta objects ({"reasoning_content": ...},
+  // Streaming: the choice's next text -> delta objects ({"reasoning": ...},
   // {"content": ...}, {"tool_calls": [...]}), in order; finish() flushes what was held.
   std::vector<nlohmann::ordered_json> feed(std::string_view text);
   std::vector<nlohmann::ordered_json> finish();

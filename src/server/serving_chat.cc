@@ -82,10 +82,10 @@ Json chat_choice_json(size_t index, const std::string& role, ChatReplyMessage m,
                       const ChoiceState& ch, Json logprobs, bool return_token_ids) {
   // With echo the content is a string (the echoed text first), as vLLM's.
   Json content = m.content || !echoed.empty() ? Json(echoed + m.content.value_or("")) : Json();
-  Json message = {{"role", role},
-                  {"content", std::move(content)},
-                  {"tool_calls", std::move(m.tool_calls)},
-                  {"reasoning_content", m.reasoning ? Json(*m.reasoning) : Json()}};
+  // vLLM's shape: tool_calls only when there are some, reasoning always (null without).
+  Json message = {{"role", role}, {"content", std::move(content)}};
+  if (!m.tool_calls.empty()) message["tool_calls"] = std::move(m.tool_calls);
+  message["reasoning"] = m.reasoning ? Json(*m.reasoning) : Json();
   const std::string finish = m.auto_tools_called ? std::string("tool_calls") : ch.finish_reason;
   return Json{{"index", index},
               {"message", std::move(message)},

@@ -11,7 +11,7 @@ logit bias makes the model write nothing but the pieces of "</think>" until they
 - named: the call of that function, streamed with its name first and argument fragments after;
 - auto: a Hermes call in the text comes back as tool_calls with finish_reason "tool_calls",
   streamed or not; a broken call comes back as content;
-- reasoning: reasoning_content and content split at </think>, streamed or not, and a
+- reasoning: `reasoning` (vLLM's field) and content split at </think>, streamed or not, and a
   constraint (a regex) applies only after the reasoning;
 - tool_choice errors are 400s in vLLM's words.
 
@@ -92,7 +92,7 @@ def merge_stream(events):
             st = out.setdefault(c["index"], {"reasoning": "", "content": "", "calls": {}, "finish": None,
                                              "names_sent": 0})
             d = c["delta"]
-            st["reasoning"] += d.get("reasoning_content") or ""
+            st["reasoning"] += d.get("reasoning") or ""
             st["content"] += d.get("content") or ""
             for tc in d.get("tool_calls") or []:
                 call = st["calls"].setdefault(tc["index"], {"id": None, "name": None, "arguments": ""})
@@ -137,6 +137,15 @@ class ToolChoiceTest(unittest.TestCase):
             self.check_calls(ch["message"]["tool_calls"], PARAMS.keys())
         self.assertGreater(finished, 0, out)
 
+    def test_forced_calls_cut_short_have_no_call(self):
+        # As vLLM (and OpenAI): a required or named call that max_tokens cuts has neither tool
+        # calls nor content.
+        for choice in ("required", {"type": "function", "function": {"name": "search"}}):
+            ch = chat({"messages": MESSAGES, "tools": TOOLS, "tool_choice": choice, "max_tokens": 2})["choices"][0]
+            self.assertEqual(ch["finish_reason"], "length")
+            self.assertNotIn("tool_calls", ch["message"])
+            self.assertEqual(ch["message"]["content"], "")
+
     def test_required_without_parallel_calls_gives_one(self):
         out = chat({"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": False,
                     "n": 3, "temperature": 1.0, "seed": 4, "max_tokens": 300})
@@ -179,7 +188,7 @@ class ToolChoiceTest(unittest.TestCase):
         body = {"messages": MESSAGES, "tools": TOOLS, "temperature": 1.0, "seed": 7, "max_tokens": 60,
                 "structured_outputs": {"regex": r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "[a-z]{3}'}}
         ch = chat(body)["choices"][0]
-        self.assertEqual(ch["message"]["tool_calls"], [])
+        self.assertNotIn("tool_calls", ch["message"])
         self.assertTrue(ch["message"]["content"].startswith("<tool_call>"), ch)
         self.assertEqual(ch["finish_reason"], "stop")
         # Streamed, a call whose name went out before the text broke cannot be taken back (as
@@ -195,7 +204,7 @@ class ToolChoiceTest(unittest.TestCase):
         body = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "none", "temperature": 1.0, "seed": 6,
                 "max_tokens": 100, "structured_outputs": {"regex": HERMES_CALL}}
         ch = chat(body)["choices"][0]
-        self.assertEqual(ch["message"]["tool_calls"], [])
+        self.assertNotIn("tool_calls", ch["message"])
         self.assertTrue(ch["message"]["content"].startswith("<tool_call>"))
 
     def test_tool_choice_errors(self):
@@ -238,17 +247,17 @@ class ReasoningTest(unittest.TestCase):
         text = out["prompt"]
         self.assertIn("</think>", text)
         reasoning, _, content = text.partition("</think>")
-        self.assertEqual(msg["reasoning_content"], reasoning or None)
+        self.assertEqual(msg["reasoning"], reasoning or None)
         self.assertEqual(msg["content"], content.replace("<|im_end|>", ""))
         self.assertIsNotNone(re.fullmatch(r"[a-z]{3,10}", msg["content"]), msg)
         streamed = merge_stream(chat_stream(body, server=THINKER))[0]
-        self.assertEqual(streamed["reasoning"], msg["reasoning_content"] or "")
+        self.assertEqual(streamed["reasoning"], msg["reasoning"] or "")
         self.assertEqual(streamed["content"], msg["content"])
 
     def test_no_think_block_is_all_content(self):
         body = {"messages": MESSAGES, "temperature": 1.0, "seed": 9, "max_tokens": 20}
         msg = chat(body, server=THINKER)["choices"][0]["message"]
-        self.assertIsNone(msg["reasoning_content"])
+        self.assertIsNone(msg["reasoning"])
         self.assertTrue(msg["content"])
 
     def test_include_reasoning_false_drops_it(self):
@@ -256,7 +265,7 @@ class ReasoningTest(unittest.TestCase):
                 "max_tokens": 400, "logit_bias": self.think_end_bias(), "include_reasoning": False,
                 "structured_outputs": {"regex": "[a-z]{3,10}"}}
         msg = chat(body, server=THINKER)["choices"][0]["message"]
-        self.assertIsNone(msg["reasoning_content"])
+        self.assertIsNone(msg["reasoning"])
         self.assertIsNotNone(re.fullmatch(r"[a-z]{3,10}", msg["content"]), msg)
 
 
