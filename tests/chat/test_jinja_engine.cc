@@ -58,6 +58,47 @@ TEST(JinjaErrors, RuntimeErrorsNameLineAndColumn) {
             "template error: line 1, column 8: access to attribute 'append' of 'list' object is unsafe.");
 }
 
+// jinja2 only checks that these raise (test_jinja_snippets.cc); here the messages and
+// positions must say what is wrong.
+TEST(JinjaUnpacking, ErrorsSayWhatAndWhere) {
+  EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}"),
+            "template error: line 1, column 34: macro 'm' takes not more than 1 argument(s)");
+  EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}\n{{ m(*[1], b=2) }}"),
+            "template error: line 2, column 4: macro 'm' takes no keyword argument 'b'");
+  EXPECT_EQ(error_of("{% macro m() %}{% endmacro %}{% call m() %}{% endcall %}"),
+            "template error: line 1, column 33: macro 'm' was invoked with two values for the special caller "
+            "argument. This is most likely a bug.");
+  EXPECT_EQ(error_of("{% macro m() %}{{ caller() }}{% endmacro %}{{ m() }}"),
+            "template error: line 1, column 19: No caller defined");
+  EXPECT_EQ(error_of("{{ dict(**[1]) }}"), "template error: line 1, column 11: argument after ** must be a mapping, not list");
+  EXPECT_EQ(error_of("{{ dict(**nope) }}"), "template error: line 1, column 11: 'nope' is undefined");
+  EXPECT_EQ(error_of("{{ dict(*5) }}"), "template error: line 1, column 10: Value after * must be an iterable, not int");
+  EXPECT_EQ(error_of("{{ dict(**{1: 2}) }}"), "template error: line 1, column 11: keywords must be strings");
+  EXPECT_EQ(error_of("{{ dict(a=1, **{'a': 2}) }}"),
+            "template error: line 1, column 16: got multiple values for keyword argument 'a'");
+  EXPECT_EQ(error_of("{{ 'a'|replace(*['a', 'b'], old='c') }}"),
+            "template error: line 1, column 8: replace() got multiple values for argument 'old'");
+  EXPECT_EQ(error_of("{{ f(a=1, a=2) }}"), "template syntax error: line 1, column 11: keyword argument repeated: a");
+  EXPECT_EQ(error_of("{{ f(**a, *b) }}"),
+            "template syntax error: line 1, column 11: invalid syntax for function call expression");
+  EXPECT_EQ(error_of("{% macro m(caller) %}{{ caller() }}{% endmacro %}"),
+            "template syntax error: line 1, column 4: When defining macros or call blocks the special \"caller\" "
+            "argument must be omitted or be given a default.");
+}
+
+TEST(JinjaUnpacking, LargeUnpackingIsBounded) {
+  // 100000 positional and 10000 keyword arguments: fine under the default limits.
+  EXPECT_EQ(*render("{% macro m() %}{{ varargs|length }} {{ kwargs|length }}{% endmacro %}"
+                    "{{ m(*range(100000), **dict(range(20000)|map('string')|batch(2))) }}"),
+            "100000 10000");
+  // Matching many explicit keywords against a large mapping is charged to the step budget.
+  const std::string big = "{% set big = dict(range(2000)|map('string')|batch(2)) %}";
+  EXPECT_EQ(*render(big + "{{ dict(k=1, **big)|length }}", small_limits()), "1001");
+  std::string many = big + "{{ dict(";
+  for (int i = 0; i < 200; ++i) many += "k" + std::to_string(i) + "=1, ";
+  EXPECT_NE(error_of(many + "**big) }}", small_limits()).find("step limit"), std::string::npos);
+}
+
 TEST(JinjaLimits, RunawayLoopsStop) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(error_of("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",

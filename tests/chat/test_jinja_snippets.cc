@@ -1,4 +1,4 @@
-// Python jinja2's rendering of ~160 small templates, one feature each (expressions,
+// Python jinja2's rendering of ~220 small templates, one feature each (expressions,
 // filters, tests, methods, statements, whitespace control, errors), made by
 // tools/reference/render_chat_templates.py from tools/reference/jinja_snippets.py.
 #include <gtest/gtest.h>

@@ -27,9 +27,9 @@ enum class ExprKind : uint8_t {
   kGetAttr,  // args[0] . name
   kGetItem,  // args[0] [ args[1] ]
   kSlice,    // args[0] [ args[1] : args[2] : args[3] ] (missing parts are null)
-  kCall,     // args[0] ( args[1..], kwargs )
-  kFilter,   // args[0] | name(args[1..], kwargs); args[0] is null in filter blocks
-  kTest,     // args[0] is name(args[1..], kwargs)
+  kCall,     // args[0] ( args[1..], kwargs, *dyn_args, **dyn_kwargs )
+  kFilter,   // args[0] | name(args[1..], kwargs, ...); args[0] is null in filter blocks
+  kTest,     // args[0] is name(args[1..], kwargs, ...)
   kNot,      // not args[0]
   kNeg,      // -args[0]
   kPos,      // +args[0]
@@ -50,6 +50,8 @@ struct Expr {
   std::vector<std::string> ops;   // kCompare
   std::vector<ExprPtr> args;      // see ExprKind
   std::vector<std::pair<std::string, ExprPtr>> kwargs;  // kCall, kFilter, kTest
+  ExprPtr dyn_args;               // kCall, kFilter, kTest: `*iterable`, or null
+  ExprPtr dyn_kwargs;             // kCall, kFilter, kTest: `**mapping`, or null
   const void* fn = nullptr;       // kFilter/kTest: resolved implementation, null if unknown
 };
 
@@ -84,6 +86,11 @@ struct Stmt {
   ExprPtr filters;                    // kSetBlock, kFilterBlock: innermost-first chain
   std::vector<std::string> params;    // kMacro, kCallBlock
   std::vector<ExprPtr> defaults;      // kMacro, kCallBlock (null = required); kWith values
+  // kMacro, kCallBlock: the body reads `varargs` / `kwargs` / `caller` (not a parameter),
+  // so calls may pass extra positional / keyword arguments / a caller (resolve.cc).
+  bool catch_varargs = false;
+  bool catch_kwargs = false;
+  bool catch_caller = false;
   Body body;
   Body else_body;
 };

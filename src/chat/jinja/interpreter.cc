@@ -1,5 +1,7 @@
 // Tree-walking interpreter for parsed templates. Errors travel as jinja::Error exceptions
 // inside the engine and become Status at Template::render.
+#include <algorithm>
+#include <cstddef>
 #include <unordered_map>
 
 #include "chat/jinja/ast.h"
@@ -254,36 +256,67 @@ class Interpreter final : public Runtime {
     return Value::function(std::move(fn));
   }
 
+  // jinja2's Macro.__call__: positional arguments fill the parameters in order, keywords
+  // the parameters left; what remains goes to `varargs` / `kwargs` when the body reads
+  // them and is an error otherwise.
   Value call_macro(const Stmt& def, const std::weak_ptr<Scope>& weak, CallArgs& a) {
     if (call_depth_ >= limits().max_call_depth) throw Error("maximum recursion depth exceeded in macro calls");
     ScopePtr parent = weak.lock();
     if (!parent) parent = root_;
     auto frame = std::make_shared<Scope>(Scope{parent, {}});
-    std::vector<Value> extra;
-    for (size_t i = 0; i < a.args.size(); ++i) {
-      if (i < def.params.size()) {
-        frame->vars[def.params[i]] = a.args[i];
-      } else {
-        extra.push_back(a.args[i]);
+    auto name = [&def] { return "'" + (def.kind == StmtKind::kMacro ? def.name : std::string("caller")) + "'"; };
+    const size_t n = def.params.size();
+    const size_t positional = std::min(n, a.args.size());
+    std::vector<bool> used(a.kwargs.size(), false);
+    // Takes the keyword argument `key` out of the unused ones.
+    auto take = [&](const std::string& key) -> const Value* {
+      charge(a.kwargs.size() / 8);
+      for (size_t j = 0; j < a.kwargs.size(); ++j) {
+        if (!used[j] && a.kwargs[j].first == key) {
+          used[j] = true;
+          return &a.kwargs[j].second;
+        }
       }
+      return nullptr;
+    };
+    std::vector<const Value*> bound(n, nullptr);
+    for (size_t i = 0; i < positional; ++i) bound[i] = &a.args[i];
+    // Once every parameter is filled positionally, a keyword of the same name is an extra.
+    for (size_t i = positional; i < n; ++i) bound[i] = take(def.params[i]);
+    for (size_t i = 0; i < n; ++i) {
+      if (bound[i]) frame->vars[def.params[i]] = *bound[i];
     }
-    auto kwargs = std::make_shared<Dict>();
-    for (auto& [k, v] : a.kwargs) {
-      bool is_param = false;
-      for (const std::string& p : def.params) is_param = is_param || p == k;
-      if (is_param || k == "caller") {
-        frame->vars[k] = v;
-      } else {
-        kwargs->set(Value(k), v);
+    if (def.catch_caller) {
+      const Value* caller = take("caller");
+      frame->vars["caller"] = caller ? *caller : Value::undefined("No caller defined");
+    }
+    auto kwargs = def.catch_kwargs ? std::make_shared<Dict>() : nullptr;
+    for (size_t j = 0; j < a.kwargs.size(); ++j) {
+      if (used[j]) continue;
+      if (!kwargs) {
+        for (size_t k = j; k < a.kwargs.size(); ++k) {
+          if (!used[k] && a.kwargs[k].first == "caller") {
+            throw Error("macro " + name() + " was invoked with two values for the special caller argument. "
+                        "This is most likely a bug.");
+          }
+        }
+        throw Error("macro " + name() + " takes no keyword argument '" + a.kwargs[j].first + "'");
       }
+      kwargs->set(Value(a.kwargs[j].first), a.kwargs[j].second);
     }
-    for (size_t i = 0; i < def.params.size(); ++i) {
-      if (frame->vars.count(def.params[i])) continue;
+    if (a.args.size() > n && !def.catch_varargs) {
+      throw Error("macro " + name() + " takes not more than " + std::to_string(n) + " argument(s)");
+    }
+    if (kwargs) frame->vars["kwargs"] = Value::dict(std::move(kwargs));
+    if (def.catch_varargs) {
+      std::vector<Value> extra(a.args.begin() + static_cast<std::ptrdiff_t>(positional), a.args.end());
+      frame->vars["varargs"] = Value::list(std::move(extra), true);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (bound[i]) continue;
       frame->vars[def.params[i]] = def.defaults[i] ? eval(*def.defaults[i], frame)
                                                    : Value::undefined("parameter '" + def.params[i] + "' was not provided");
     }
-    frame->vars["varargs"] = Value::list(std::move(extra), true);
-    frame->vars["kwargs"] = Value::dict(std::move(kwargs));
     ++call_depth_;
     std::string out;
     try {
@@ -300,6 +333,9 @@ class Interpreter final : public Runtime {
     const Expr& call_expr = *s.expr;
     Value callee = eval(*call_expr.args[0], scope);
     CallArgs args = eval_args(call_expr, 1, scope);
+    for (const auto& kv : args.kwargs) {  // only from **mapping: the parser rejects caller=
+      if (kv.first == "caller") throw Error("got multiple values for keyword argument 'caller'");
+    }
     args.kwargs.emplace_back("caller", make_macro(s, "caller", scope));
     Value result = call(callee, args);
     write(to_str(result));
@@ -325,11 +361,38 @@ class Interpreter final : public Runtime {
 
   // ---- expressions ----
 
+  // The arguments of a call, filter or test (from args[first]), unpacking `*iterable` and
+  // `**mapping` as Python does: positional then *, keywords then **.
   CallArgs eval_args(const Expr& e, size_t first, const ScopePtr& scope) {
     CallArgs a;
     a.args.reserve(e.args.size() - first);
     for (size_t i = first; i < e.args.size(); ++i) a.args.push_back(eval(*e.args[i], scope));
     for (const auto& [k, v] : e.kwargs) a.kwargs.emplace_back(k, eval(*v, scope));
+    if (e.dyn_args) {
+      Value v = eval(*e.dyn_args, scope);
+      // Undefined iterates as empty, as jinja2's default Undefined does.
+      if (!v.is_undefined() && !v.is_list() && !v.is_string() && !v.is_mapping()) {
+        throw Error("Value after * must be an iterable, not " + type_name(v), e.dyn_args->line, e.dyn_args->col);
+      }
+      for (Value& x : iterate(*this, v)) a.args.push_back(std::move(x));
+      check_list_size(a.args.size());
+    }
+    if (e.dyn_kwargs) {
+      Value v = eval(*e.dyn_kwargs, scope);
+      const int line = e.dyn_kwargs->line, col = e.dyn_kwargs->col;
+      if (v.is_undefined()) throw Error(v.undefined_message(), line, col);
+      if (!v.is_mapping()) throw Error("argument after ** must be a mapping, not " + type_name(v), line, col);
+      charge(v.dict().size() * (e.kwargs.size() + 1));
+      for (const auto& [k, val] : v.dict().entries()) {
+        if (!k.is_string()) throw Error("keywords must be strings", line, col);
+        // Keys of one dict are distinct: only the explicit keywords can clash.
+        for (const auto& kv : e.kwargs) {
+          if (kv.first == k.str()) throw Error("got multiple values for keyword argument '" + kv.first + "'", line, col);
+        }
+        a.kwargs.emplace_back(k.str(), val);
+      }
+      check_list_size(a.kwargs.size());
+    }
     return a;
   }
 

@@ -289,6 +289,9 @@ class Parser {
     if (is_op("(")) parse_signature(*s);
     s->expr = parse_expression(true);
     if (s->expr->kind != ExprKind::kCall) fail("expected call");
+    for (const auto& kv : s->expr->kwargs) {  // the call block passes caller= itself
+      if (kv.first == "caller") fail("keyword argument repeated: caller");
+    }
     const int saved = loop_depth_;
     loop_depth_ = 0;
     s->body = parse_statements({"endcall"}, true);
@@ -344,6 +347,9 @@ class Parser {
       if (a) e->height = std::max(e->height, a->height + 1);
     }
     for (const auto& kv : e->kwargs) e->height = std::max(e->height, kv.second->height + 1);
+    for (const Expr* d : {e->dyn_args.get(), e->dyn_kwargs.get()}) {
+      if (d) e->height = std::max(e->height, d->height + 1);
+    }
     if (e->height > kMaxExprHeight) throw Error("expression nests too deeply", e->line, e->col);
     return e;
   }
@@ -642,21 +648,38 @@ class Parser {
     return e;
   }
 
+  // jinja2's argument list: positional arguments, then keywords, with at most one
+  // `*iterable` (after the positional ones) and one `**mapping` (last of all).
   void parse_call_args(Expr& e) {
     expect_op("(");
+    auto ensure = [this](bool ok) {
+      if (!ok) fail("invalid syntax for function call expression");
+    };
     bool need_comma = false;
     while (!is_op(")")) {
       if (need_comma) {
         expect_op(",");
         if (is_op(")")) break;
       }
-      if (is_op("*") || is_op("**")) fail("*args and **kwargs in calls are not supported");
-      if (cur().type == Tok::kName && look().type == Tok::kOp && look().text == "=") {
+      if (is_op("*")) {
+        ensure(!e.dyn_args && !e.dyn_kwargs);
+        next();
+        e.dyn_args = parse_expression(true);
+      } else if (is_op("**")) {
+        ensure(!e.dyn_kwargs);
+        next();
+        e.dyn_kwargs = parse_expression(true);
+      } else if (cur().type == Tok::kName && look().type == Tok::kOp && look().text == "=") {
+        ensure(!e.dyn_kwargs);
+        // Python rejects this when compiling jinja2's output, so jinja2 fails at parse time.
+        for (const auto& kv : e.kwargs) {
+          if (kv.first == cur().text) fail("keyword argument repeated: " + kv.first);
+        }
         std::string key = next().text;
         next();
         e.kwargs.emplace_back(std::move(key), parse_expression(true));
       } else {
-        if (!e.kwargs.empty()) fail("invalid syntax for function call expression");
+        ensure(!e.dyn_args && !e.dyn_kwargs && e.kwargs.empty());
         e.args.push_back(parse_expression(true));
       }
       need_comma = true;

@@ -1,4 +1,5 @@
 // jinja2's builtin tests (`x is defined`, `n is divisibleby 3`, ...).
+#include <optional>
 #include <unordered_map>
 
 #include "chat/jinja/builtins.h"
@@ -8,12 +9,26 @@
 namespace tessera::jinja {
 namespace {
 
-const Value& arg(const CallArgs& a, const char* test) {
-  if (a.args.empty()) {
-    if (!a.kwargs.empty()) return a.kwargs[0].second;
-    throw Error(std::string("test '") + test + "' needs an argument");
+// The argument of a two-parameter test: jinja2's test_x(value, param), or for the
+// comparison tests (param null) a Python operator function, which takes no keywords.
+Value arg(const CallArgs& a, const char* test, const char* param = nullptr) {
+  std::optional<Value> v;
+  if (param != nullptr) {
+    v = bind_args(a, {param}, test)[0];
+  } else {
+    if (!a.kwargs.empty()) throw Error(std::string(test) + "() takes no keyword arguments");
+    if (a.args.size() > 1) throw Error(std::string(test) + "() takes 1 argument (" + std::to_string(a.args.size()) + " given)");
+    if (!a.args.empty()) v = a.args[0];
   }
-  return a.args[0];
+  if (!v) throw Error(std::string("test '") + test + "' needs an argument");
+  return *v;
+}
+
+// jinja2's one-parameter tests (test_x(value)) take no arguments.
+template <TestFn F>
+bool no_args(Runtime& rt, const Value& v, const CallArgs& a) {
+  if (!a.args.empty() || !a.kwargs.empty()) throw Error("this test takes no arguments");
+  return F(rt, v, a);
 }
 
 bool t_defined(Runtime&, const Value& v, const CallArgs&) { return !v.is_undefined(); }
@@ -46,7 +61,7 @@ bool t_even(Runtime& rt, const Value& v, const CallArgs&) {
   return equals(binary_op(rt, "%", v, Value(2)), Value(0));
 }
 bool t_divisibleby(Runtime& rt, const Value& v, const CallArgs& a) {
-  return equals(binary_op(rt, "%", v, arg(a, "divisibleby")), Value(0));
+  return equals(binary_op(rt, "%", v, arg(a, "divisibleby", "num")), Value(0));
 }
 
 bool t_eq(Runtime&, const Value& v, const CallArgs& a) { return equals(v, arg(a, "eq")); }
@@ -55,12 +70,12 @@ bool t_lt(Runtime&, const Value& v, const CallArgs& a) { return compare(v, arg(a
 bool t_le(Runtime&, const Value& v, const CallArgs& a) { return compare(v, arg(a, "le"), "<=") <= 0; }
 bool t_gt(Runtime&, const Value& v, const CallArgs& a) { return compare(v, arg(a, "gt"), ">") > 0; }
 bool t_ge(Runtime&, const Value& v, const CallArgs& a) { return compare(v, arg(a, "ge"), ">=") >= 0; }
-bool t_in(Runtime&, const Value& v, const CallArgs& a) { return contains(arg(a, "in"), v); }
+bool t_in(Runtime&, const Value& v, const CallArgs& a) { return contains(arg(a, "in", "seq"), v); }
 
 // Python's `is`: identity for containers, value identity for the immutable scalars that
 // CPython shares (None, booleans, and equal numbers/strings in practice).
 bool t_sameas(Runtime&, const Value& v, const CallArgs& a) {
-  const Value& o = arg(a, "sameas");
+  const Value o = arg(a, "sameas", "other");
   if (v.kind() != o.kind()) return false;
   switch (v.kind()) {
     case Kind::kList: return &v.list() == &o.list();
@@ -101,19 +116,19 @@ bool t_test(Runtime&, const Value& v, const CallArgs&) { return v.is_string() &&
 
 TestFn find_test(std::string_view name) {
   static const std::unordered_map<std::string_view, TestFn> kTable = {
-      {"boolean", t_boolean},   {"callable", t_callable}, {"defined", t_defined},
-      {"divisibleby", t_divisibleby}, {"eq", t_eq},       {"equalto", t_eq},
-      {"==", t_eq},             {"escaped", t_escaped},   {"even", t_even},
-      {"false", t_false},       {"filter", t_filter},     {"float", t_float},
-      {"ge", t_ge},             {">=", t_ge},             {"gt", t_gt},
-      {"greaterthan", t_gt},    {">", t_gt},              {"in", t_in},
-      {"integer", t_integer},   {"iterable", t_iterable}, {"le", t_le},
-      {"<=", t_le},             {"lower", t_lower},       {"lt", t_lt},
-      {"lessthan", t_lt},       {"<", t_lt},              {"mapping", t_mapping},
-      {"ne", t_ne},             {"!=", t_ne},             {"none", t_none},
-      {"number", t_number},     {"odd", t_odd},           {"sameas", t_sameas},
-      {"sequence", t_sequence}, {"string", t_string},     {"test", t_test},
-      {"true", t_true},         {"undefined", t_undefined}, {"upper", t_upper},
+      {"boolean", no_args<t_boolean>},   {"callable", no_args<t_callable>}, {"defined", no_args<t_defined>},
+      {"divisibleby", t_divisibleby},    {"eq", t_eq},                      {"equalto", t_eq},
+      {"==", t_eq},                      {"escaped", no_args<t_escaped>},   {"even", no_args<t_even>},
+      {"false", no_args<t_false>},       {"filter", no_args<t_filter>},     {"float", no_args<t_float>},
+      {"ge", t_ge},                      {">=", t_ge},                      {"gt", t_gt},
+      {"greaterthan", t_gt},             {">", t_gt},                       {"in", t_in},
+      {"integer", no_args<t_integer>},   {"iterable", no_args<t_iterable>}, {"le", t_le},
+      {"<=", t_le},                      {"lower", no_args<t_lower>},       {"lt", t_lt},
+      {"lessthan", t_lt},                {"<", t_lt},                       {"mapping", no_args<t_mapping>},
+      {"ne", t_ne},                      {"!=", t_ne},                      {"none", no_args<t_none>},
+      {"number", no_args<t_number>},     {"odd", no_args<t_odd>},           {"sameas", t_sameas},
+      {"sequence", no_args<t_sequence>}, {"string", no_args<t_string>},     {"test", no_args<t_test>},
+      {"true", no_args<t_true>},         {"undefined", no_args<t_undefined>}, {"upper", no_args<t_upper>},
   };
   auto it = kTable.find(name);
   return it == kTable.end() ? nullptr : it->second;
