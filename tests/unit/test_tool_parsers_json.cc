@@ -9,16 +9,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <random>
 
-#include "common/test_paths.h"
 #include "server/tool_parsers/json_scan.h"
 #include "server/tool_parsers/parsers.h"
+#include "tool_parser_test_util.h"
 
 namespace tessera::server {
 namespace {
 
+using namespace tool_parser_test;
 using Json = nlohmann::ordered_json;
 using Factory = std::unique_ptr<ToolParser> (*)(ToolParserContext);
 
@@ -75,63 +75,7 @@ bool valid_id(const std::string& id, bool mistral) {
          all(14, [](unsigned char c) { return std::isxdigit(c) != 0 && !std::isupper(c); });
 }
 
-Json load_cases(const std::string& parser) {
-  const std::string path = testing::test_data() + "/tool_calls/" + parser + ".json";
-  std::ifstream in(path);
-  if (!in) return Json();
-  return Json::parse(in);
-}
-
 // ---- streaming ----
-
-struct Streamed {
-  std::string content;
-  std::vector<ToolCall> calls;
-  std::string error;  // the first broken rule of the delta protocol
-};
-
-void absorb(Streamed& s, const ToolStreamDelta& d) {
-  s.content += d.content;
-  for (const ToolCallDelta& c : d.tool_calls) {
-    const int n = static_cast<int>(s.calls.size());
-    if (c.index == n) {
-      if (!c.id || !c.name) s.error = "the first delta of a call lacks its id or name";
-      s.calls.push_back({c.id.value_or(""), c.name.value_or(""), c.arguments});
-    } else if (c.index == n - 1) {
-      if (c.id || c.name) s.error = "id or name sent twice";
-      s.calls.back().arguments += c.arguments;
-    } else {
-      s.error = "call index " + std::to_string(c.index) + " out of order after " + std::to_string(n);
-    }
-  }
-}
-
-// Feeds `text` cut at `cuts` (ascending byte offsets), then finishes.
-Streamed stream(ToolParser& p, std::string_view text, const std::vector<size_t>& cuts) {
-  Streamed s;
-  size_t prev = 0;
-  for (size_t cut : cuts) {
-    if (cut <= prev || cut >= text.size()) continue;
-    absorb(s, p.feed(text.substr(prev, cut - prev)));
-    prev = cut;
-  }
-  absorb(s, p.feed(text.substr(prev)));
-  absorb(s, p.finish());
-  return s;
-}
-
-std::vector<size_t> every_byte(size_t n) {
-  std::vector<size_t> cuts;
-  for (size_t i = 1; i < n; ++i) cuts.push_back(i);
-  return cuts;
-}
-
-std::vector<size_t> random_cuts(size_t n, std::mt19937& rng, int max_piece) {
-  std::uniform_int_distribution<int> step(1, max_piece);
-  std::vector<size_t> cuts;
-  for (size_t i = static_cast<size_t>(step(rng)); i < n; i += static_cast<size_t>(step(rng))) cuts.push_back(i);
-  return cuts;
-}
 
 // Cuts just before, inside and just after every marker-like piece of the text.
 std::vector<size_t> marker_cuts(std::string_view text) {

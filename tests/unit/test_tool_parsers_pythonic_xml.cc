@@ -6,19 +6,20 @@
 // texts, random bytes, deep nesting, unbalanced tags) must never throw or crash.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "common/test_paths.h"
 #include "server/tool_parsers/parsers.h"
 #include "server/tool_parsers/python_literal.h"
+#include "tool_parser_test_util.h"
 
 namespace tessera::server {
 namespace {
 
+using namespace tool_parser_test;
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 using Factory = std::unique_ptr<ToolParser> (*)(ToolParserContext);
@@ -35,61 +36,7 @@ std::unique_ptr<ToolParser> make(const std::string& parser, const OrderedJson& t
   return factory(parser)(std::move(ctx));
 }
 
-OrderedJson load_cases(const std::string& parser) {
-  std::ifstream in(testing::test_data() + "/tool_calls/" + parser + ".json");
-  return in ? OrderedJson::parse(in) : OrderedJson();
-}
-
 // ---- streaming ----
-
-struct Streamed {
-  std::string content;
-  std::vector<ToolCall> calls;
-  std::string error;  // the first broken rule of the delta protocol
-};
-
-void absorb(Streamed& s, const ToolStreamDelta& d) {
-  s.content += d.content;
-  for (const ToolCallDelta& c : d.tool_calls) {
-    const int n = static_cast<int>(s.calls.size());
-    if (c.index == n) {
-      if (!c.id || !c.name || c.id->empty()) s.error = "the first delta of a call lacks its id or name";
-      s.calls.push_back({c.id.value_or(""), c.name.value_or(""), c.arguments});
-    } else if (c.index == n - 1) {
-      if (c.id || c.name) s.error = "id or name sent twice";
-      s.calls.back().arguments += c.arguments;
-    } else {
-      s.error = "call index " + std::to_string(c.index) + " out of order after " + std::to_string(n);
-    }
-  }
-}
-
-// Feeds `text` cut at `cuts` (ascending byte offsets), then finishes.
-Streamed stream(ToolParser& p, std::string_view text, const std::vector<size_t>& cuts) {
-  Streamed s;
-  size_t prev = 0;
-  for (size_t cut : cuts) {
-    if (cut <= prev || cut >= text.size()) continue;
-    absorb(s, p.feed(text.substr(prev, cut - prev)));
-    prev = cut;
-  }
-  absorb(s, p.feed(text.substr(prev)));
-  absorb(s, p.finish());
-  return s;
-}
-
-std::vector<size_t> every_byte(size_t n) {
-  std::vector<size_t> cuts;
-  for (size_t i = 1; i < n; ++i) cuts.push_back(i);
-  return cuts;
-}
-
-std::vector<size_t> random_cuts(size_t n, std::mt19937& rng, int max_piece) {
-  std::uniform_int_distribution<int> step(1, max_piece);
-  std::vector<size_t> cuts;
-  for (size_t i = static_cast<size_t>(step(rng)); i < n; i += static_cast<size_t>(step(rng))) cuts.push_back(i);
-  return cuts;
-}
 
 bool is_json_object(const std::string& text) {
   const Json j = Json::parse(text, nullptr, false);
@@ -326,25 +273,27 @@ TEST(PythonicToolParser, LoneSurrogatesPrintAsEscapes) {
   EXPECT_EQ(r.tool_calls[0].arguments, R"({"s": "\ud83d\ude00"})");
 }
 
-TEST(PythonicToolParser, TruncatedCallIsClosed) {
-  auto p = make("pythonic", nullptr);
-  Streamed s = stream(*p, "[f(a=1), g(b=2, c=\"unfinished", {3, 8, 20});
+// A stream cut short inside a call: the calls sent are closed and stay valid JSON.
+void expect_streamed_calls(const Streamed& s, const std::vector<std::pair<std::string, std::string>>& calls,
+                           const std::string& content) {
   EXPECT_EQ(s.error, "");
-  ASSERT_EQ(s.calls.size(), 2u);
-  EXPECT_EQ(s.calls[0].arguments, "{\"a\": 1}");
-  EXPECT_EQ(s.calls[1].arguments, "{\"b\": 2}");
-  EXPECT_EQ(s.content, "");
+  ASSERT_EQ(s.calls.size(), calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(s.calls[i].name, calls[i].first) << "call " << i;
+    EXPECT_EQ(s.calls[i].arguments, calls[i].second) << "call " << i;
+  }
+  EXPECT_EQ(s.content, content);
+}
+
+TEST(PythonicToolParser, TruncatedCallIsClosed) {
+  const Streamed s = stream(*make("pythonic", nullptr), "[f(a=1), g(b=2, c=\"unfinished", {3, 8, 20});
+  expect_streamed_calls(s, {{"f", "{\"a\": 1}"}, {"g", "{\"b\": 2}"}}, "");
 }
 
 TEST(Qwen3CoderToolParser, TruncatedCallIsClosed) {
-  auto p = make("qwen3_coder", nullptr);
   const std::string text = "Hi\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nhal";
-  Streamed s = stream(*p, text, every_byte(text.size()));
-  EXPECT_EQ(s.error, "");
-  ASSERT_EQ(s.calls.size(), 1u);
-  EXPECT_EQ(s.calls[0].name, "f");
-  EXPECT_EQ(s.calls[0].arguments, "{\"a\": \"1\"}");
-  EXPECT_EQ(s.content, "Hi\n");
+  const Streamed s = stream(*make("qwen3_coder", nullptr), text, every_byte(text.size()));
+  expect_streamed_calls(s, {{"f", "{\"a\": \"1\"}"}}, "Hi\n");
 }
 
 TEST(PythonLiteral, MatchesPython) {

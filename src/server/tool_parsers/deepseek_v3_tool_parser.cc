@@ -5,8 +5,6 @@
 // and after the block is dropped; the call type must be "function". Unlike vLLM's single-line
 // regex, arguments may span lines. A call that does not match the format makes the whole
 // reply content.
-#include <algorithm>
-
 #include "server/tool_parsers/json_scan.h"
 #include "server/tool_parsers/parsers.h"
 
@@ -24,47 +22,30 @@ constexpr std::string_view kFunction = "function";
 constexpr size_t kMaxTypeBytes = 64;
 constexpr size_t kMaxNameBytes = 1024;
 
-class DeepSeekV3ToolParser final : public ScanningToolParser {
+class DeepSeekV3ToolParser final : public ScanningToolParserFor<DeepSeekV3ToolParser> {
  public:
-  using ScanningToolParser::ScanningToolParser;
+  using ScanningToolParserFor::ScanningToolParserFor;
   bool keeps_special_tokens() const override { return true; }
 
  protected:
-  std::unique_ptr<ScanningToolParser> fresh() const override {
-    return std::make_unique<DeepSeekV3ToolParser>(context());
-  }
-
-  void scan(bool at_end) override {
-    bool more = true;
-    while (more && active()) {
-      switch (state_) {
-        case State::kText: more = scan_text(at_end); break;
-        case State::kBetween: more = scan_between(at_end); break;
-        case State::kType: more = scan_type(at_end); break;
-        case State::kName: more = scan_name(at_end); break;
-        case State::kFence: more = scan_fence(at_end); break;
-        case State::kArgs: more = scan_args(at_end); break;
-        case State::kTail: consume(pending().size()); more = false; break;
-      }
+  bool scan_step(bool at_end) override {
+    switch (state_) {
+      case State::kText: return scan_text(at_end);
+      case State::kBetween: return scan_between(at_end);
+      case State::kType: return scan_type(at_end);
+      case State::kName: return scan_name(at_end);
+      case State::kFence: return scan_fence(at_end);
+      case State::kArgs: return scan_args(at_end);
+      case State::kTail: return drop_rest();
     }
+    return false;
   }
 
  private:
   enum class State { kText, kBetween, kType, kName, kFence, kArgs, kTail };
 
   bool scan_text(bool at_end) {
-    std::string_view p = pending();
-    const size_t at = p.find(kCallsBegin);
-    if (at == std::string_view::npos) {
-      const size_t n = p.size() - (at_end ? 0 : partial_marker_len(p, kCallsBegin));
-      emit_content(p.substr(0, n));
-      consume(n);
-      return false;
-    }
-    emit_content(p.substr(0, at));
-    consume(at);
-    begin_calls();
-    consume(kCallsBegin.size());
+    if (!scan_content_until(kCallsBegin, at_end)) return false;
     state_ = State::kBetween;
     return true;
   }
@@ -80,7 +61,7 @@ class DeepSeekV3ToolParser final : public ScanningToolParser {
       return true;
     }
     if (call == std::string_view::npos) {
-      const size_t keep = at_end ? 0 : std::max(partial_marker_len(p, kCallBegin), partial_marker_len(p, kCallsEnd));
+      const size_t keep = at_end ? 0 : partial_marker_len(p, {kCallBegin, kCallsEnd});
       consume(p.size() - keep);
       return false;
     }
@@ -93,14 +74,8 @@ class DeepSeekV3ToolParser final : public ScanningToolParser {
   bool scan_type(bool at_end) {
     std::string_view p = pending();
     const size_t sep = p.find(kSep);
-    if (sep == std::string_view::npos) {
-      if (at_end || p.size() > kMaxTypeBytes + kSep.size()) fail();
-      return false;
-    }
-    if (p.substr(0, sep) != kFunction) {
-      fail();
-      return false;
-    }
+    if (sep == std::string_view::npos) return (at_end || p.size() > kMaxTypeBytes + kSep.size()) ? fail() : false;
+    if (p.substr(0, sep) != kFunction) return fail();
     consume(sep + kSep.size());
     state_ = State::kName;
     return true;
@@ -110,14 +85,8 @@ class DeepSeekV3ToolParser final : public ScanningToolParser {
   bool scan_name(bool at_end) {
     std::string_view p = pending();
     const size_t nl = p.find('\n');
-    if (nl == std::string_view::npos) {
-      if (at_end || p.size() > kMaxNameBytes) fail();
-      return false;
-    }
-    if (nl == 0 || nl > kMaxNameBytes) {
-      fail();
-      return false;
-    }
+    if (nl == std::string_view::npos) return (at_end || p.size() > kMaxNameBytes) ? fail() : false;
+    if (nl == 0 || nl > kMaxNameBytes) return fail();
     name_.assign(p.substr(0, nl));
     consume(nl);
     state_ = State::kFence;
@@ -126,15 +95,8 @@ class DeepSeekV3ToolParser final : public ScanningToolParser {
 
   // "\n```json\n" after the name; the call goes out once it is there.
   bool scan_fence(bool at_end) {
-    std::string_view p = pending();
-    if (p.size() < kFence.size()) {
-      if (at_end || kFence.substr(0, p.size()) != p) fail();
-      return false;
-    }
-    if (p.substr(0, kFence.size()) != kFence) {
-      fail();
-      return false;
-    }
+    const MarkerMatch fence = match_marker(pending(), kFence);
+    if (fence != MarkerMatch::kFull) return (fence == MarkerMatch::kNo || at_end) ? fail() : false;
     consume(kFence.size());
     start_call(name_);
     state_ = State::kArgs;
@@ -143,20 +105,8 @@ class DeepSeekV3ToolParser final : public ScanningToolParser {
 
   // Raw arguments up to "\n```<｜tool▁call▁end｜>", holding back a possible start of it.
   bool scan_args(bool at_end) {
-    std::string_view p = pending();
-    const size_t end = p.find(kArgsEnd);
-    if (end == std::string_view::npos) {
-      if (at_end) {
-        fail();  // the call never closed
-        return false;
-      }
-      const size_t n = p.size() - partial_marker_len(p, kArgsEnd);
-      emit_arguments(p.substr(0, n));
-      consume(n);
-      return false;
-    }
-    emit_arguments(p.substr(0, end));
-    consume(end + kArgsEnd.size());
+    if (at_end && pending().find(kArgsEnd) == std::string_view::npos) return fail();  // the call never closed
+    if (!scan_arguments_until(kArgsEnd, at_end)) return false;
     state_ = State::kBetween;
     return true;
   }

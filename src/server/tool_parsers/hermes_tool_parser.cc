@@ -12,33 +12,21 @@ namespace {
 constexpr std::string_view kStart = "<tool_call>";
 constexpr std::string_view kEnd = "</tool_call>";
 
-size_t skip_ws(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-  return i;
-}
-
-class HermesToolParser final : public ScanningToolParser {
+class HermesToolParser final : public ScanningToolParserFor<HermesToolParser> {
  public:
-  using ScanningToolParser::ScanningToolParser;
+  using ScanningToolParserFor::ScanningToolParserFor;
   // vLLM turns skip_special_tokens off for hermes: some tokenizers mark <tool_call> special.
   bool keeps_special_tokens() const override { return true; }
 
  protected:
-  std::unique_ptr<ScanningToolParser> fresh() const override {
-    return std::make_unique<HermesToolParser>(context());
-  }
-
-  void scan(bool at_end) override {
-    bool more = true;
-    while (more && active()) {
-      switch (state_) {
-        case State::kText: more = scan_text(at_end); break;
-        case State::kCall: more = scan_call(at_end); break;
-        case State::kAfterJson: more = scan_after_json(at_end); break;
-        case State::kBetween: more = scan_between(at_end); break;
-      }
+  bool scan_step(bool at_end) override {
+    switch (state_) {
+      case State::kText: return scan_text(at_end);
+      case State::kCall: return scan_call(at_end);
+      case State::kAfterJson: return scan_after_json(at_end);
+      case State::kBetween: return scan_between(at_end);
     }
+    return false;
   }
 
  private:
@@ -46,23 +34,12 @@ class HermesToolParser final : public ScanningToolParser {
 
   // Content up to the first <tool_call>, holding back a possible start of the tag.
   bool scan_text(bool at_end) {
-    std::string_view p = pending();
-    const size_t at = p.find(kStart);
-    if (at == std::string_view::npos) {
-      const size_t n = p.size() - (at_end ? 0 : partial_marker_len(p, kStart));
-      emit_content(p.substr(0, n));
-      consume(n);
-      return false;
-    }
-    emit_content(p.substr(0, at));
-    consume(at);
-    begin_calls();
+    if (!scan_content_until(kStart, at_end)) return false;
     open_call();
     return true;
   }
 
   void open_call() {
-    consume(kStart.size());
     call_ = CallObjectScanner({"arguments"});
     state_ = State::kCall;
   }
@@ -76,28 +53,25 @@ class HermesToolParser final : public ScanningToolParser {
 
   // After the JSON: whitespace, then </tool_call> or the end of the reply.
   bool scan_after_json(bool at_end) {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
+    const std::string_view p = skip_space();
     if (p.empty()) return false;  // at the end: a complete call without its closing tag
-    if (p.substr(0, kEnd.size()) == kEnd) {
-      consume(kEnd.size());
-      state_ = State::kBetween;
-      return true;
+    switch (match_marker(p, kEnd)) {
+      case MarkerMatch::kFull:
+        consume(kEnd.size());
+        state_ = State::kBetween;
+        return true;
+      case MarkerMatch::kPartial:
+        if (!at_end) return false;
+        break;
+      case MarkerMatch::kNo: break;
     }
-    if (kEnd.substr(0, p.size()) == p && !at_end) return false;
-    fail();  // json.loads would see extra data after the object
-    return false;
+    return fail();  // json.loads would see extra data after the object
   }
 
   // Between calls: everything up to the next <tool_call> is dropped.
   bool scan_between(bool at_end) {
-    std::string_view p = pending();
-    const size_t at = p.find(kStart);
-    if (at == std::string_view::npos) {
-      consume(p.size() - (at_end ? 0 : partial_marker_len(p, kStart)));
-      return false;
-    }
-    consume(at);
+    if (!consume_until(kStart, at_end).second) return false;
+    consume(kStart.size());
     open_call();
     return true;
   }

@@ -1,10 +1,8 @@
 #include "server/tool_parsers/json_scan.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
-#include <random>
+
+#include "server/tool_parsers/python_literal.h"
 
 namespace tessera::server {
 namespace {
@@ -48,24 +46,6 @@ bool parse_number_shape(std::string_view s, bool& is_float) {
   return i == s.size();
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 constexpr uint32_t kReplacement = 0xFFFD;
 
 // How many continuation bytes follow a lead byte; 0 for bytes that cannot start a character.
@@ -76,71 +56,7 @@ size_t utf8_continuations(unsigned char c) {
   return 0;
 }
 
-// A complete multi-byte sequence is valid when it is not overlong, not a surrogate and not
-// above U+10FFFF (the lead byte range already excludes most of these).
-bool utf8_valid(std::string_view s) {
-  const auto b0 = static_cast<unsigned char>(s[0]);
-  const auto b1 = static_cast<unsigned char>(s[1]);
-  if (b0 == 0xE0 && b1 < 0xA0) return false;
-  if (b0 == 0xED && b1 >= 0xA0) return false;
-  if (b0 == 0xF0 && b1 < 0x90) return false;
-  if (b0 == 0xF4 && b1 >= 0x90) return false;
-  return true;
-}
-
-// Python's repr() of a float, the form json.dumps writes ("1.0", "1e-05", "1e+16", "Infinity").
-std::string float_repr(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v < 0 ? "-Infinity" : "Infinity";
-  // Shortest round-trip digits, laid out as Python does: positional while -4 < point <= 16.
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));
-  const size_t e = sci.find('e');
-  std::string digits;
-  for (char c : sci.substr(0, e)) {
-    if (c != '.') digits += c;
-  }
-  const int exp10 = std::atoi(std::string(sci.substr(e + 1)).c_str());
-  const int point = exp10 + 1;  // digits[0:point] are the integer part
-  const int n = static_cast<int>(digits.size());
-  std::string out = std::signbit(v) ? "-" : "";
-  if (point > -4 && point <= 16) {
-    if (point <= 0) {
-      out += "0." + std::string(static_cast<size_t>(-point), '0') + digits;
-    } else if (point >= n) {
-      out += digits + std::string(static_cast<size_t>(point - n), '0') + ".0";
-    } else {
-      out += digits.substr(0, static_cast<size_t>(point)) + "." + digits.substr(static_cast<size_t>(point));
-    }
-    return out;
-  }
-  out += digits.substr(0, 1);
-  if (n > 1) out += "." + digits.substr(1);
-  const int shown = point - 1;
-  out += shown < 0 ? "e-" : "e+";
-  std::string mag = std::to_string(shown < 0 ? -shown : shown);
-  if (mag.size() < 2) mag.insert(0, "0");
-  return out + mag;
-}
-
 }  // namespace
-
-std::string random_tool_id(std::string_view alphabet, size_t n) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
-  std::string id;
-  for (size_t i = 0; i < n; ++i) id += alphabet[pick(rng)];
-  return id;
-}
-
-size_t partial_marker_len(std::string_view text, std::string_view marker) {
-  if (marker.empty()) return 0;
-  for (size_t k = std::min(text.size(), marker.size() - 1); k > 0; --k) {
-    if (text.substr(text.size() - k) == marker.substr(0, k)) return k;
-  }
-  return 0;
-}
 
 // ---- JsonNormalizer ----
 
@@ -278,7 +194,7 @@ void JsonNormalizer::finish_atom() {
   } else if (!parse_number_shape(atom_, is_float)) {
     return fail();
   } else if (is_float) {
-    out_ += float_repr(std::strtod(atom_.c_str(), nullptr));
+    out_ += python_float_repr(std::strtod(atom_.c_str(), nullptr));
   } else {
     out_ += atom_ == "-0" ? "0" : atom_;  // Python ints: -0 is 0, big ones stay exact
   }
@@ -324,7 +240,9 @@ void JsonNormalizer::string_byte(unsigned char c) {
 
 void JsonNormalizer::flush_utf8() {
   flush_surrogate();
-  if (utf8_valid(utf8_)) {
+  uint32_t cp = 0;
+  size_t len = 0;
+  if (decode_utf8(utf8_, 0, false, cp, len) == Utf8::kOk) {
     put_raw(utf8_);
   } else {
     put_code_point(kReplacement);
@@ -396,25 +314,9 @@ void JsonNormalizer::flush_surrogate() {
 }
 
 void JsonNormalizer::put_code_point(uint32_t cp) {
-  static constexpr char kHex[] = "0123456789abcdef";
   const bool lone_surrogate = cp >= 0xD800 && cp <= 0xDFFF;
   if (top_string_ && stack_.empty() && !in_key_) append_utf8(decoded_, lone_surrogate ? kReplacement : cp);
-  switch (cp) {
-    case '"': out_ += "\\\""; return;
-    case '\\': out_ += "\\\\"; return;
-    case '\n': out_ += "\\n"; return;
-    case '\r': out_ += "\\r"; return;
-    case '\t': out_ += "\\t"; return;
-    case '\b': out_ += "\\b"; return;
-    case '\f': out_ += "\\f"; return;
-    default: break;
-  }
-  if (cp < 0x20 || lone_surrogate) {
-    out_ += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out_ += kHex[(cp >> shift) & 0xF];
-    return;
-  }
-  append_utf8(out_, cp);
+  append_json_char(out_, cp);
 }
 
 void JsonNormalizer::put_raw(std::string_view s) {
@@ -511,13 +413,53 @@ void CallObjectScanner::end_member() {
 
 // ---- ScanningToolParser ----
 
-std::string ScanningToolParser::fallback_id() const {
-  return "chatcmpl-tool-" + random_tool_id("0123456789abcdef", 32);
+std::string ScanningToolParser::fallback_id() const { return random_call_id(); }
+
+void ScanningToolParser::scan(bool at_end) {
+  while (active() && scan_step(at_end)) {
+  }
 }
 
 void ScanningToolParser::consume(size_t n) {
   if (holding_ && calls_ == 0) held_.append(buf_, pos_, n);
   pos_ += n;
+}
+
+std::string_view ScanningToolParser::skip_space() {
+  const std::string_view p = pending();
+  size_t n = 0;
+  while (n < p.size() && is_ws(static_cast<unsigned char>(p[n]))) ++n;
+  consume(n);
+  return pending();
+}
+
+std::pair<std::string_view, bool> ScanningToolParser::consume_until(std::string_view marker, bool at_end) {
+  const std::string_view p = pending();
+  const size_t at = p.find(marker);
+  const size_t n = at != std::string_view::npos ? at : p.size() - (at_end ? 0 : partial_marker_len(p, marker));
+  consume(n);
+  return {p.substr(0, n), at != std::string_view::npos};
+}
+
+bool ScanningToolParser::scan_content_until(std::string_view marker, bool at_end) {
+  const auto [text, found] = consume_until(marker, at_end);
+  emit_content(text);
+  if (!found) return false;
+  begin_calls();
+  consume(marker.size());
+  return true;
+}
+
+bool ScanningToolParser::scan_arguments_until(std::string_view marker, bool at_end) {
+  const auto [text, found] = consume_until(marker, at_end);
+  emit_arguments(text);
+  if (found) consume(marker.size());
+  return found;
+}
+
+bool ScanningToolParser::drop_rest() {
+  consume(pending().size());
+  return false;
 }
 
 void ScanningToolParser::start_call(const std::string& name) {
@@ -543,7 +485,7 @@ void ScanningToolParser::emit_arguments(std::string_view s) {
   out_.tool_calls.back().arguments.append(s);
 }
 
-void ScanningToolParser::fail() {
+bool ScanningToolParser::fail() {
   failed_ = true;
   if (calls_ == 0) {
     emit_content(held_);
@@ -554,6 +496,7 @@ void ScanningToolParser::fail() {
     dead_ = true;
   }
   pos_ = buf_.size();
+  return false;
 }
 
 ToolStreamDelta ScanningToolParser::feed(std::string_view delta) {
@@ -595,18 +538,10 @@ ExtractedToolCalls ScanningToolParser::extract(const std::string& text) {
     ToolStreamDelta first = p->feed(text);
     ToolStreamDelta last = p->finish();
     if (p->failed_ || p->calls_ == 0) return result;
-    std::vector<ToolCall> calls(static_cast<size_t>(p->calls_));
     std::string content = first.content + last.content;
-    for (const ToolStreamDelta* d : {&first, &last}) {
-      for (const ToolCallDelta& c : d->tool_calls) {
-        ToolCall& call = calls[static_cast<size_t>(c.index)];
-        if (c.id) call.id = *c.id;
-        if (c.name) call.name = *c.name;
-        call.arguments += c.arguments;
-      }
-    }
+    first.tool_calls.insert(first.tool_calls.end(), last.tool_calls.begin(), last.tool_calls.end());
     result.tools_called = true;
-    result.tool_calls = std::move(calls);
+    result.tool_calls = join_calls(first.tool_calls);
     result.content = content.empty() ? std::nullopt : std::optional<std::string>(std::move(content));
   } catch (const std::exception&) {
     result = ExtractedToolCalls{false, {}, text};

@@ -2,7 +2,7 @@
 // deepseek_v3): an incremental JSON re-serializer that writes Python's
 // json.dumps(value, ensure_ascii=False) text (what vLLM returns as a call's arguments), an
 // incremental scanner of {"name": ..., "arguments": ...} call objects, and the streaming
-// skeleton every parser here is built on.
+// skeleton those four are built on.
 //
 // Both paths of a parser run the same state machine: extract() feeds the whole text to a
 // fresh copy and keeps the calls only when nothing went wrong, so a well-formed reply gives
@@ -15,18 +15,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/tool_parsers/tool_parser.h"
+#include "server/tool_parsers/tool_parser_util.h"
 
 namespace tessera::server {
-
-// The longest proper prefix of `marker` that `text` ends with, in bytes: what a streaming
-// parser holds back because the next piece may complete the marker.
-size_t partial_marker_len(std::string_view text, std::string_view marker);
-
-// `n` characters drawn uniformly from `alphabet` (call ids when the context supplies none).
-std::string random_tool_id(std::string_view alphabet, size_t n);
 
 // Incremental re-serializer of one JSON value (Python's json.loads grammar, NaN and Infinity
 // included) into json.dumps(value, ensure_ascii=False) text: ", " and ": " separators, floats
@@ -129,8 +124,9 @@ class ScanningToolParser : public ToolParser {
   ToolStreamDelta finish() override;
 
  protected:
-  // Consumes pending() as far as it can decide; at_end: no more text will come.
-  virtual void scan(bool at_end) = 0;
+  // Consumes the next piece of pending() it can decide (at_end: no more text will come);
+  // false when nothing more can be decided now.
+  virtual bool scan_step(bool at_end) = 0;
   // A parser of the same kind in its initial state (extract runs on it).
   virtual std::unique_ptr<ScanningToolParser> fresh() const = 0;
   // A call id when the context supplies none.
@@ -138,17 +134,29 @@ class ScanningToolParser : public ToolParser {
 
   const ToolParserContext& context() const { return ctx_; }
   std::string_view pending() const { return std::string_view(buf_).substr(pos_); }
-  // Whether scan() should go on (false after a failure or once everything is content).
+  // Whether scanning should go on (false after a failure or once everything is content).
   bool active() const { return !passthrough_ && !dead_; }
   void consume(size_t n);
+  // Consumes leading JSON whitespace; returns what is left pending.
+  std::string_view skip_space();
+  // Consumes pending() up to the first `marker` (left pending) and returns that text, with
+  // whether the marker came; without it, a possible start of it stays pending unless at_end.
+  std::pair<std::string_view, bool> consume_until(std::string_view marker, bool at_end);
+  // Content up to the first `marker`; true once the marker is consumed as the calls' start.
+  bool scan_content_until(std::string_view marker, bool at_end);
+  // Raw argument text up to the first `marker`; true once the marker is consumed.
+  bool scan_arguments_until(std::string_view marker, bool at_end);
+  // Drops the rest of the reply (text after the calls); false, as a scan_step result.
+  bool drop_rest();
   void emit_content(std::string_view s) { out_.content.append(s); }
   // The first call marker: the text consumed from here is held until a call is sent.
   void begin_calls() { holding_ = true; }
   void start_call(const std::string& name);
   void emit_arguments(std::string_view s);
   // A malformed call: extract() answers content only; the stream gives the held text back as
-  // content when no call went out yet, and otherwise drops the rest of the reply.
-  void fail();
+  // content when no call went out yet, and otherwise drops the rest of the reply. Returns false
+  // (a scan_step result).
+  bool fail();
   int calls_sent() const { return calls_; }
 
   enum class CallProgress : uint8_t { kNeedMore, kDone, kFailed };
@@ -158,6 +166,8 @@ class ScanningToolParser : public ToolParser {
   CallProgress scan_call_object(CallObjectScanner& call, bool at_end, const char* default_arguments);
 
  private:
+  void scan(bool at_end);
+
   ToolParserContext ctx_;
   std::string buf_;
   size_t pos_ = 0;
@@ -168,6 +178,16 @@ class ScanningToolParser : public ToolParser {
   bool dead_ = false;
   int calls_ = 0;
   ToolStreamDelta out_;
+};
+
+// ScanningToolParser with fresh() written once: Parser is the concrete class.
+template <class Parser>
+class ScanningToolParserFor : public ScanningToolParser {
+ public:
+  using ScanningToolParser::ScanningToolParser;
+
+ protected:
+  std::unique_ptr<ScanningToolParser> fresh() const override { return std::make_unique<Parser>(context()); }
 };
 
 }  // namespace tessera::server

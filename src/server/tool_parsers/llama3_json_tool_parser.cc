@@ -11,36 +11,22 @@ namespace {
 
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-size_t skip_ws(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size() && is_ws(s[i])) ++i;
-  return i;
-}
-
-class Llama3JsonToolParser final : public ScanningToolParser {
+class Llama3JsonToolParser final : public ScanningToolParserFor<Llama3JsonToolParser> {
  public:
-  explicit Llama3JsonToolParser(ToolParserContext ctx) : ScanningToolParser(std::move(ctx)) {
+  explicit Llama3JsonToolParser(ToolParserContext ctx) : ScanningToolParserFor(std::move(ctx)) {
     begin_calls();  // the whole reply is held until it is known to start with a call
   }
 
  protected:
-  std::unique_ptr<ScanningToolParser> fresh() const override {
-    return std::make_unique<Llama3JsonToolParser>(context());
-  }
-
-  void scan(bool at_end) override {
-    bool more = true;
-    while (more && active()) {
-      switch (state_) {
-        case State::kStart: more = scan_start(at_end); break;
-        case State::kCall: more = scan_call(at_end); break;
-        case State::kAfterCall: more = scan_after_call(); break;
-        case State::kNextCall: more = scan_next_call(); break;
-        case State::kTail: consume(pending().size()); more = false; break;
-      }
+  bool scan_step(bool at_end) override {
+    switch (state_) {
+      case State::kStart: return scan_start(at_end);
+      case State::kCall: return scan_call(at_end);
+      case State::kAfterCall: return scan_after_call();
+      case State::kNextCall: return scan_next_call();
+      case State::kTail: return drop_rest();
     }
+    return false;
   }
 
  private:
@@ -48,24 +34,16 @@ class Llama3JsonToolParser final : public ScanningToolParser {
 
   // Whitespace, then <|python_tag|> (at most once), then whitespace, then '{'.
   bool scan_start(bool at_end) {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
-    if (p.empty()) {
-      if (at_end) fail();  // blank or tag-only reply: content
-      return false;
+    const std::string_view p = skip_space();
+    if (p.empty()) return at_end ? fail() : false;  // at the end: blank or tag-only reply, content
+    const MarkerMatch tag = tag_seen_ ? MarkerMatch::kNo : match_marker(p, kPythonTag);
+    if (tag == MarkerMatch::kFull) {
+      consume(kPythonTag.size());
+      tag_seen_ = true;
+      return true;
     }
-    if (!tag_seen_ && p[0] == '<') {
-      if (p.substr(0, kPythonTag.size()) == kPythonTag) {
-        consume(kPythonTag.size());
-        tag_seen_ = true;
-        return true;
-      }
-      if (kPythonTag.substr(0, p.size()) == p && !at_end) return false;
-    }
-    if (p[0] != '{') {
-      fail();  // not a call: the reply is content
-      return false;
-    }
+    if (tag == MarkerMatch::kPartial && !at_end) return false;
+    if (p[0] != '{') return fail();  // not a call: the reply is content
     open_call();
     return true;
   }
@@ -83,8 +61,7 @@ class Llama3JsonToolParser final : public ScanningToolParser {
 
   // After a call: ';' and another call, or the end of the calls.
   bool scan_after_call() {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
+    const std::string_view p = skip_space();
     if (p.empty()) return false;
     if (p[0] != ';') {
       state_ = State::kTail;
@@ -96,8 +73,7 @@ class Llama3JsonToolParser final : public ScanningToolParser {
   }
 
   bool scan_next_call() {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
+    const std::string_view p = skip_space();
     if (p.empty()) return false;
     if (p[0] == '{') {
       open_call();

@@ -16,12 +16,6 @@ constexpr std::string_view kToolCalls = "[TOOL_CALLS]";
 constexpr std::string_view kArgs = "[ARGS]";
 constexpr std::string_view kCallId = "[CALL_ID]";
 
-size_t skip_ws(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-  return i;
-}
-
 // The function name in the text before a v11 call's '{': [CALL_ID]... cut, [ARGS] removed.
 std::string v11_name(std::string raw) {
   if (size_t id = raw.find(kCallId); id != std::string::npos) raw.resize(id);
@@ -29,59 +23,41 @@ std::string v11_name(std::string raw) {
   return raw;
 }
 
-class MistralToolParser final : public ScanningToolParser {
+class MistralToolParser final : public ScanningToolParserFor<MistralToolParser> {
  public:
-  using ScanningToolParser::ScanningToolParser;
+  using ScanningToolParserFor::ScanningToolParserFor;
   bool keeps_special_tokens() const override { return true; }
 
  protected:
-  std::unique_ptr<ScanningToolParser> fresh() const override {
-    return std::make_unique<MistralToolParser>(context());
-  }
-
   // Mistral requires 9 alphanumerics (the server's make_id supplies them normally).
   std::string fallback_id() const override;
 
-  void scan(bool at_end) override {
-    bool more = true;
-    while (more && active()) {
-      switch (state_) {
-        case State::kText: more = scan_text(at_end); break;
-        case State::kFormat: more = scan_format(); break;
-        case State::kListItem: more = scan_list_item(); break;
-        case State::kCall: more = scan_call(at_end); break;
-        case State::kListNext: more = scan_list_next(at_end); break;
-        case State::kV11Name: more = scan_v11_name(at_end); break;
-        case State::kV11Args: more = scan_v11_args(at_end); break;
-        case State::kTail: consume(pending().size()); more = false; break;
-      }
+  bool scan_step(bool at_end) override {
+    switch (state_) {
+      case State::kText: return scan_text(at_end);
+      case State::kFormat: return scan_format();
+      case State::kListItem: return scan_list_item();
+      case State::kCall: return scan_call(at_end);
+      case State::kListNext: return scan_list_next(at_end);
+      case State::kV11Name: return scan_v11_name(at_end);
+      case State::kV11Args: return scan_v11_args(at_end);
+      case State::kTail: return drop_rest();
     }
+    return false;
   }
 
  private:
   enum class State { kText, kFormat, kListItem, kCall, kListNext, kV11Name, kV11Args, kTail };
 
   bool scan_text(bool at_end) {
-    std::string_view p = pending();
-    const size_t at = p.find(kToolCalls);
-    if (at == std::string_view::npos) {
-      const size_t n = p.size() - (at_end ? 0 : partial_marker_len(p, kToolCalls));
-      emit_content(p.substr(0, n));
-      consume(n);
-      return false;
-    }
-    emit_content(p.substr(0, at));
-    consume(at);
-    begin_calls();
-    consume(kToolCalls.size());
+    if (!scan_content_until(kToolCalls, at_end)) return false;
     state_ = State::kFormat;
     return true;
   }
 
   // After the first [TOOL_CALLS]: '[' starts the list format, anything else a v11 name.
   bool scan_format() {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
+    const std::string_view p = skip_space();
     if (p.empty()) return false;
     if (p[0] == '[') {
       consume(1);
@@ -95,17 +71,13 @@ class MistralToolParser final : public ScanningToolParser {
 
   // Start of a list element (or the end of an empty list).
   bool scan_list_item() {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
+    const std::string_view p = skip_space();
     if (p.empty()) return false;
     if (p[0] == ']' && calls_sent() == 0) {
       state_ = State::kTail;  // an empty list: no calls, the reply is content
       return true;
     }
-    if (p[0] != '{') {
-      fail();
-      return false;
-    }
+    if (p[0] != '{') return fail();
     call_ = CallObjectScanner({"arguments"});
     state_ = State::kCall;
     return true;
@@ -118,12 +90,8 @@ class MistralToolParser final : public ScanningToolParser {
   }
 
   bool scan_list_next(bool at_end) {
-    consume(skip_ws(pending()));
-    std::string_view p = pending();
-    if (p.empty()) {
-      if (at_end) fail();  // the list never closed
-      return false;
-    }
+    const std::string_view p = skip_space();
+    if (p.empty()) return at_end ? fail() : false;  // at the end: the list never closed
     consume(1);
     if (p[0] == ',') {
       state_ = State::kListItem;
@@ -146,19 +114,14 @@ class MistralToolParser final : public ScanningToolParser {
       return true;
     }
     if (brace == std::string_view::npos) {
-      const size_t n = p.size() - (at_end ? 0 : partial_marker_len(p, kToolCalls));
-      name_.append(p.substr(0, n));
-      consume(n);
+      name_.append(consume_until(kToolCalls, at_end).first);  // no marker either
       return false;
     }
     name_.append(p.substr(0, brace));
     consume(brace);
     std::string name = v11_name(std::move(name_));
     name_.clear();
-    if (name.empty()) {
-      fail();  // arguments without a function name
-      return false;
-    }
+    if (name.empty()) return fail();  // arguments without a function name
     start_call(name);
     state_ = State::kV11Args;
     return true;
@@ -166,16 +129,7 @@ class MistralToolParser final : public ScanningToolParser {
 
   // v11 arguments: raw text up to the next [TOOL_CALLS] (held back while it may be starting).
   bool scan_v11_args(bool at_end) {
-    std::string_view p = pending();
-    const size_t marker = p.find(kToolCalls);
-    if (marker == std::string_view::npos) {
-      const size_t n = p.size() - (at_end ? 0 : partial_marker_len(p, kToolCalls));
-      emit_arguments(p.substr(0, n));
-      consume(n);
-      return false;
-    }
-    emit_arguments(p.substr(0, marker));
-    consume(marker + kToolCalls.size());
+    if (!scan_arguments_until(kToolCalls, at_end)) return false;
     state_ = State::kV11Name;
     return true;
   }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/tool_parsers/tool_parser_util.h"
+
 namespace tessera::server {
 namespace {
 
@@ -36,39 +38,6 @@ int digit_value(char c) {
   if (is_digit(c)) return c - '0';
   const char l = ascii_lower(c);
   return l >= 'a' && l <= 'z' ? l - 'a' + 10 : 99;
-}
-
-enum class Utf8 { kOk, kShort, kBad };
-
-// One UTF-8 sequence at s[i]: overlong forms and values past U+10FFFF are bad, and so are
-// surrogates unless the text is WTF-8 (our own strings, where escapes may have made them).
-Utf8 decode_utf8(std::string_view s, size_t i, bool allow_surrogates, uint32_t& cp, size_t& len) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-  if (n == 0) return Utf8::kBad;
-  cp = c & (0x7F >> (n == 1 ? 0 : n));
-  for (size_t k = 1; k < n; ++k) {
-    if (i + k >= s.size()) return Utf8::kShort;
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return Utf8::kBad;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
-  if (cp < kMin[n] || cp > 0x10FFFF || (surrogate && !allow_surrogates)) return Utf8::kBad;
-  len = n;
-  return Utf8::kOk;
-}
-
-// UTF-8, except that surrogates are written as their 3-byte forms (WTF-8).
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-    return;
-  }
-  const int n = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-  out += static_cast<char>(((0xF00 >> n) & 0xFF) | (cp >> (6 * (n - 1))));
-  for (int k = n - 2; k >= 0; --k) out += static_cast<char>(0x80 | ((cp >> (6 * k)) & 0x3F));
 }
 
 // dec = dec * mul + add, on decimal digit text (unbounded, like Python ints).
@@ -585,34 +554,6 @@ class JsonBuilder final : public nlohmann::json_sax<nlohmann::json> {
   std::vector<Frame> stack_;
 };
 
-void dump(const PyValue& v, std::string& out) {
-  switch (v.kind) {
-    case Kind::kNone: out += "null"; return;
-    case Kind::kBool: out += v.flag ? "true" : "false"; return;
-    case Kind::kInt: out += v.text; return;
-    case Kind::kFloat: out += python_float_repr(v.number); return;
-    case Kind::kStr: out += python_json_string(v.text); return;
-    case Kind::kList:
-      out += '[';
-      for (size_t i = 0; i < v.items.size(); ++i) {
-        if (i > 0) out += ", ";
-        dump(v.items[i], out);
-      }
-      out += ']';
-      return;
-    case Kind::kDict:
-      out += '{';
-      for (size_t i = 0; i < v.members.size(); ++i) {
-        if (i > 0) out += ", ";
-        out += python_json_string(v.members[i].key);
-        out += ": ";
-        dump(v.members[i].value, out);
-      }
-      out += '}';
-      return;
-  }
-}
-
 std::string_view strip_python_space(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\r\f\v";
   const size_t b = s.find_first_not_of(kSpace);
@@ -698,79 +639,6 @@ std::optional<double> python_float(std::string_view text) {
     v = to_double(f);
   }
   return negative ? -v : v;
-}
-
-std::string python_json_dumps(const PyValue& v) {
-  std::string out;
-  dump(v, out);
-  return out;
-}
-
-std::string python_json_string(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    static constexpr std::string_view kPlain = "\"\\\n\r\t\b\f";
-    static constexpr std::string_view kEscaped = "\"\\nrtbf";
-    if (c < 0x80) {
-      if (const size_t k = kPlain.find(static_cast<char>(c)); k != std::string_view::npos) {
-        out += '\\';
-        out += kEscaped[k];
-      } else if (c < 0x20) {
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 15];
-      } else {
-        out += static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    uint32_t cp = 0;
-    size_t len = 0;
-    if (decode_utf8(s, i, true, cp, len) != Utf8::kOk) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else if (cp >= 0xD800 && cp <= 0xDFFF) {
-      out += "\\u";
-      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 15];
-      i += len;
-    } else {
-      out.append(s.substr(i, len));
-      i += len;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string python_float_repr(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
-  const std::string sign = std::signbit(x) ? "-" : "";
-  if (x == 0.0) return sign + "0.0";
-  // Shortest round-trip digits, then laid out the way repr() lays them out.
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, std::fabs(x), std::chars_format::scientific);
-  const std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
-  const size_t e = sci.find('e');
-  std::string digits(sci.substr(0, e));
-  std::erase(digits, '.');
-  const int exp = std::atoi(std::string(sci.substr(e + 1)).c_str());
-  const int point = exp + 1;  // digits before the decimal point
-  const int n = static_cast<int>(digits.size());
-  if (point > -4 && point <= 16) {
-    if (point <= 0) return sign + "0." + std::string(static_cast<size_t>(-point), '0') + digits;
-    if (point >= n) return sign + digits + std::string(static_cast<size_t>(point - n), '0') + ".0";
-    return sign + digits.substr(0, static_cast<size_t>(point)) + "." + digits.substr(static_cast<size_t>(point));
-  }
-  std::string out = sign + digits.substr(0, 1);
-  if (n > 1) out += "." + digits.substr(1);
-  const int a = exp < 0 ? -exp : exp;
-  out += exp < 0 ? "e-" : "e+";
-  if (a < 10) out += '0';
-  return out + std::to_string(a);
 }
 
 std::string python_int_of_float(double x) {

@@ -1,22 +1,19 @@
 // Pythonic tool calls (Llama 3.2, Llama 4): the whole reply is a Python list of calls with
 // keyword arguments, [get_weather(city="Paris"), f(x=1)], which Llama 4 may wrap in
 // <|python_start|>...<|python_end|>. Anything else is plain content.
-//
-// One resumable machine reads the reply a unit at a time (a call's name, one keyword argument,
-// a call's end) and decides a unit only once the text shows how it ends, so a verdict never
-// changes as text grows: streamed replies give exactly the calls and argument fragments of the
-// whole-reply parse. Argument text is json.dumps of the call's keyword dict, as in vLLM.
+// A CallMachine (machine_tool_parser.h) whose units are a call's name, one keyword argument and
+// a call's end. Argument text is json.dumps of the call's keyword dict, as in vLLM.
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <memory>
-#include <random>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/tool_parsers/machine_tool_parser.h"
 #include "server/tool_parsers/parsers.h"
 #include "server/tool_parsers/python_literal.h"
+#include "server/tool_parsers/tool_parser_util.h"
 
 namespace tessera::server {
 namespace {
@@ -38,14 +35,6 @@ bool is_python_keyword(std::string_view w) {
       "from",   "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
       "or",     "pass",   "raise",   "return",   "try",      "while",  "with",   "yield"};
   return std::find(kKeywords.begin(), kKeywords.end(), w) != kKeywords.end();
-}
-
-std::string random_call_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng()));
-  return std::string("chatcmpl-tool-") + hex;
 }
 
 // Follows a keyword argument's text, without rescanning, to the first ',' or ')' outside
@@ -120,46 +109,23 @@ struct KeywordArg {
   size_t end = 0;    // past the argument and its ',' (a ')' is left for the caller)
 };
 
-enum class Stage { kLead, kCallName, kArgs, kAfterCall, kTail, kDone, kText };
-enum class Step { kMore, kWait, kFail };
+enum class Stage { kLead, kCallName, kArgs, kAfterCall, kTail };
 
-class PythonicMachine {
+class PythonicMachine final : public CallMachine {
  public:
-  explicit PythonicMachine(const std::function<std::string()>& make_id) : make_id_(make_id) {}
-
-  // Reads more of the reply (`at_end`: there is no more) and adds what is decided to `out`.
-  void run(std::string_view text, bool at_end, ToolStreamDelta& out) {
-    if (stage_ == Stage::kText || stage_ == Stage::kDone) {
-      if (stage_ == Stage::kText) out.content.append(text);
-      return;
-    }
-    buf_.append(text);
-    for (;;) {
-      const Step step = advance(at_end, out);
-      if (step == Step::kMore) continue;
-      if (step == Step::kFail) fail(at_end, out);
-      return;
-    }
-  }
-
-  bool succeeded() const { return stage_ == Stage::kDone && index_ >= 0; }
+  using CallMachine::CallMachine;
 
  private:
-  Step advance(bool at_end, ToolStreamDelta& out) {
+  Step advance(bool at_end, ToolStreamDelta& out) override {
     switch (stage_) {
       case Stage::kLead: return lead(at_end);
       case Stage::kCallName: return call_name(at_end);
       case Stage::kArgs: return args(at_end, out);
       case Stage::kAfterCall: return after_call(at_end);
       case Stage::kTail: return tail(at_end);
-      case Stage::kDone:
-      case Stage::kText: break;
     }
     return Step::kWait;
   }
-
-  static Step short_text(bool at_end) { return at_end ? Step::kFail : Step::kWait; }
-  std::string_view view() const { return buf_; }
 
   size_t skip_space(size_t p) const {
     while (p < buf_.size() && is_space(buf_[p])) ++p;
@@ -184,18 +150,26 @@ class PythonicMachine {
     return p;
   }
 
+  // `marker`, allowed once at pos_ (not at the text's end): nullopt when it is not there.
+  std::optional<Step> once_marker(std::string_view marker, bool& seen, bool at_end) {
+    if (seen) return std::nullopt;
+    switch (match_marker(view().substr(pos_), marker)) {
+      case MarkerMatch::kFull:
+        seen = true;
+        pos_ += marker.size();
+        return Step::kMore;
+      case MarkerMatch::kPartial: return short_text(at_end);
+      case MarkerMatch::kNo: break;
+    }
+    return std::nullopt;
+  }
+
   // Whitespace, then <|python_start|> at most once, then the list's '['.
   Step lead(bool at_end) {
     pos_ = skip_space(pos_);
     if (pos_ == buf_.size()) return short_text(at_end);
-    const std::string_view rest = view().substr(pos_);
-    if (!start_seen_ && rest.starts_with(kPythonStart)) {
-      start_seen_ = true;
-      pos_ += kPythonStart.size();
-      return Step::kMore;
-    }
-    if (!start_seen_ && kPythonStart.starts_with(rest)) return short_text(at_end);
-    if (rest[0] != '[') return Step::kFail;
+    if (const std::optional<Step> s = once_marker(kPythonStart, start_seen_, at_end)) return *s;
+    if (buf_[pos_] != '[') return Step::kFail;
     ++pos_;
     stage_ = Stage::kCallName;
     return Step::kMore;
@@ -217,17 +191,21 @@ class PythonicMachine {
     if (buf_[paren] != '(') return Step::kFail;
     name_.assign(name);
     arg_names_.clear();
-    sent_ = false;
     pos_ = paren + 1;
     stage_ = Stage::kArgs;
     return Step::kMore;
   }
 
+  // Sends the noted call unless it went out already (its arguments are then still open).
+  void announce(ToolStreamDelta& out) {
+    if (!open_) start_call(out, name_);
+  }
+
   Step args(bool at_end, ToolStreamDelta& out) {
     if (skip_spacing() == buf_.size()) return short_text(at_end);
     if (buf_[pos_] == ')') {
-      emit(out, sent_ ? "}" : "{}");
-      open_ = false;
+      announce(out);
+      close_call(out);
       content_from_ = ++pos_;
       stage_ = Stage::kAfterCall;
       return Step::kMore;
@@ -241,9 +219,8 @@ class PythonicMachine {
     }
     // Python refuses a repeated keyword; the dict would not hold both either.
     if (std::find(arg_names_.begin(), arg_names_.end(), arg.name) != arg_names_.end()) return Step::kFail;
-    std::string fragment = arg_names_.empty() ? "{" : ", ";
-    fragment += python_json_string(arg.name) + ": " + arg.json;
-    emit(out, fragment);
+    announce(out);
+    add_argument(out, arg.name, arg.json);
     arg_names_.push_back(std::move(arg.name));
     content_from_ = pos_ = arg.end;
     return Step::kMore;
@@ -288,132 +265,25 @@ class PythonicMachine {
   Step tail(bool at_end) {
     pos_ = skip_space(pos_);
     if (pos_ == buf_.size()) {
-      if (at_end) stage_ = Stage::kDone;
+      if (at_end) done();
       return Step::kWait;
     }
-    const std::string_view rest = view().substr(pos_);
-    if (!end_seen_ && rest.starts_with(kPythonEnd)) {
-      end_seen_ = true;
-      pos_ += kPythonEnd.size();
-      return Step::kMore;
-    }
-    if (!end_seen_ && kPythonEnd.starts_with(rest)) return short_text(at_end);
+    if (const std::optional<Step> s = once_marker(kPythonEnd, end_seen_, at_end)) return *s;
     return Step::kFail;
   }
 
-  // Argument text for the current call; its first fragment also sends index, id and name.
-  void emit(ToolStreamDelta& out, std::string_view fragment) {
-    if (!sent_) {
-      sent_ = open_ = true;
-      ToolCallDelta d;
-      d.index = ++index_;
-      d.id = make_id_ ? make_id_() : random_call_id();
-      d.name = name_;
-      d.arguments.assign(fragment);
-      out.tool_calls.push_back(std::move(d));
-      return;
-    }
-    if (out.tool_calls.empty() || out.tool_calls.back().index != index_) {
-      out.tool_calls.push_back(ToolCallDelta{index_, std::nullopt, std::nullopt, {}});
-    }
-    out.tool_calls.back().arguments.append(fragment);
-  }
-
-  // Not a call list after all. Before any call went out, everything held is content. After,
-  // a call cut short by the reply's end gets its closing brace (its rest is dropped: the
-  // arguments sent stay valid JSON); text that breaks the list mid-reply is content from
-  // where the last whole unit ended.
-  void fail(bool at_end, ToolStreamDelta& out) {
-    if (index_ < 0) {
-      out.content.append(buf_);
-    } else if (open_) {
-      emit(out, "}");
-      open_ = false;
-      if (!at_end) out.content.append(view().substr(content_from_));
-    } else {
-      out.content.append(view().substr(content_from_));
-    }
-    stage_ = Stage::kText;
-    buf_.clear();
-  }
-
-  const std::function<std::string()>& make_id_;
-  std::string buf_;  // the reply so far (while it may still be a call list)
-  size_t pos_ = 0;   // first byte not yet decided
-  size_t content_from_ = 0;
   Stage stage_ = Stage::kLead;
   bool start_seen_ = false;
   bool end_seen_ = false;
-  int index_ = -1;     // the last call sent
-  bool sent_ = false;  // the current call went out
-  bool open_ = false;  // ... and its ')' has not come yet
-  std::string name_;
+  std::string name_;  // the call noted, not sent before its first argument or its end
   std::vector<std::string> arg_names_;
   ArgEndScanner scanner_;
-};
-
-// Calls of a whole-reply run: each call's fragments joined.
-std::vector<ToolCall> join_calls(const std::vector<ToolCallDelta>& deltas) {
-  std::vector<ToolCall> calls;
-  for (const ToolCallDelta& d : deltas) {
-    if (d.id) calls.push_back(ToolCall{*d.id, d.name.value_or(""), ""});
-    if (!calls.empty()) calls.back().arguments += d.arguments;
-  }
-  return calls;
-}
-
-class PythonicToolParser final : public ToolParser {
- public:
-  explicit PythonicToolParser(ToolParserContext ctx) : ctx_(std::move(ctx)), stream_(ctx_.make_id) {}
-  PythonicToolParser(const PythonicToolParser&) = delete;  // stream_ refers to ctx_
-  PythonicToolParser& operator=(const PythonicToolParser&) = delete;
-
-  ExtractedToolCalls extract(const std::string& text) override {
-    ExtractedToolCalls result;
-    result.content = text;
-    try {
-      PythonicMachine whole(ctx_.make_id);
-      ToolStreamDelta out;
-      whole.run(text, /*at_end=*/true, out);
-      if (!whole.succeeded()) return result;
-      result.tools_called = true;
-      result.tool_calls = join_calls(out.tool_calls);
-      result.content.reset();
-    } catch (...) {  // e.g. bad_alloc on absurd input: the reply stays plain text
-      result = ExtractedToolCalls{false, {}, text};
-    }
-    return result;
-  }
-
-  ToolStreamDelta feed(std::string_view delta) override { return step(delta, false); }
-  ToolStreamDelta finish() override { return step({}, true); }
-
- private:
-  ToolStreamDelta step(std::string_view delta, bool at_end) {
-    ToolStreamDelta out;
-    if (broken_) {
-      out.content.assign(delta);
-      return out;
-    }
-    try {
-      stream_.run(delta, at_end, out);
-    } catch (...) {
-      broken_ = true;
-      out = ToolStreamDelta{};
-      out.content.assign(delta);
-    }
-    return out;
-  }
-
-  ToolParserContext ctx_;
-  PythonicMachine stream_;
-  bool broken_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<ToolParser> make_pythonic_tool_parser(ToolParserContext ctx) {
-  return std::make_unique<PythonicToolParser>(std::move(ctx));
+  return make_machine_tool_parser<PythonicMachine>(std::move(ctx));
 }
 
 }  // namespace tessera::server

@@ -3,21 +3,18 @@
 // Text before the first <tool_call> (or a bare <function=) is content; between and after calls
 // only the <function=...>...</function> blocks count, as in vLLM. Values are raw text typed by
 // the request's tool schema the way vLLM's qwen3_coder parser types them.
-//
-// One resumable machine reads the reply a unit at a time (a function's header, one parameter,
-// a function's end) and decides a unit only once the text shows how it ends, so streamed
-// replies give exactly the calls and argument fragments of the whole-reply parse.
+// A CallMachine (machine_tool_parser.h) whose units are a function's header, one parameter
+// and a function's end.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <initializer_list>
-#include <memory>
-#include <random>
 #include <string>
 #include <string_view>
 
+#include "server/tool_parsers/machine_tool_parser.h"
 #include "server/tool_parsers/parsers.h"
 #include "server/tool_parsers/python_literal.h"
+#include "server/tool_parsers/tool_parser_util.h"
 
 namespace tessera::server {
 namespace {
@@ -33,14 +30,6 @@ constexpr std::string_view kParameterEnd = "</parameter>";
 constexpr std::string_view kSpace = " \t\n\r";
 // Longer "names" are not names; the bound keeps the search for their '>' short.
 constexpr size_t kMaxName = 1024;
-
-std::string random_call_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng()));
-  return std::string("chatcmpl-tool-") + hex;
-}
 
 std::string ascii_lower(std::string_view s) {
   std::string out(s);
@@ -176,47 +165,22 @@ std::string convert_param(std::string_view raw, const std::string& name, const o
   return literal_json(raw, container);
 }
 
-enum class Stage { kContent, kSeek, kFuncName, kBody, kDone, kText };
-enum class Step { kMore, kWait, kFail };
+enum class Stage { kContent, kSeek, kFuncName, kBody };
 
-class Qwen3CoderMachine {
+class Qwen3CoderMachine final : public CallMachine {
  public:
-  explicit Qwen3CoderMachine(const ToolParserContext& ctx) : ctx_(ctx) {}
-
-  // Reads more of the reply (`at_end`: there is no more) and adds what is decided to `out`.
-  void run(std::string_view text, bool at_end, ToolStreamDelta& out) {
-    if (stage_ == Stage::kText || stage_ == Stage::kDone) {
-      if (stage_ == Stage::kText) out.content.append(text);
-      return;
-    }
-    buf_.append(text);
-    for (;;) {
-      const Step step = advance(at_end, out);
-      if (step == Step::kMore) continue;
-      if (step == Step::kFail) fail(at_end, out);
-      return;
-    }
-  }
-
-  bool succeeded() const { return stage_ == Stage::kDone && index_ >= 0; }
-  // Where the calls begin (the whole-reply content is what precedes it).
-  size_t section() const { return section_; }
+  using CallMachine::CallMachine;
 
  private:
-  Step advance(bool at_end, ToolStreamDelta& out) {
+  Step advance(bool at_end, ToolStreamDelta& out) override {
     switch (stage_) {
       case Stage::kContent: return content(at_end, out);
       case Stage::kSeek: return seek(at_end);
       case Stage::kFuncName: return function_name(at_end, out);
       case Stage::kBody: return body(at_end, out);
-      case Stage::kDone:
-      case Stage::kText: break;
     }
     return Step::kWait;
   }
-
-  static Step short_text(bool at_end) { return at_end ? Step::kFail : Step::kWait; }
-  std::string_view view() const { return buf_; }
 
   // Content up to the first <tool_call> or <function=; a possible start of one is held.
   Step content(bool at_end, ToolStreamDelta& out) {
@@ -227,16 +191,10 @@ class Qwen3CoderMachine {
       stage_ = Stage::kSeek;
       return Step::kMore;
     }
-    size_t keep = 0;
-    for (size_t n = std::min(buf_.size() - pos_, kToolCall.size() - 1); n > 0 && !at_end; --n) {
-      if (could_become(view().substr(buf_.size() - n), {kToolCall, kFunction})) {
-        keep = n;
-        break;
-      }
-    }
+    const size_t keep = at_end ? 0 : partial_marker_len(view().substr(pos_), {kToolCall, kFunction});
     out.content.append(view().substr(pos_, buf_.size() - keep - pos_));
     pos_ = buf_.size() - keep;
-    if (at_end) stage_ = Stage::kDone;
+    if (at_end) done();
     return Step::kWait;
   }
 
@@ -249,7 +207,7 @@ class Qwen3CoderMachine {
         return Step::kWait;
       }
       if (index_ < 0) return Step::kFail;  // markers but no call: all of it is content
-      stage_ = Stage::kDone;
+      done();
       return Step::kWait;
     }
     pos_ = f + kFunction.size();
@@ -263,13 +221,7 @@ class Qwen3CoderMachine {
     const std::string_view name = view().substr(pos_, gt - pos_);
     if (!valid_function_name(name)) return Step::kFail;
     props_ = find_properties(ctx_.tools, name);
-    ToolCallDelta d;
-    d.index = ++index_;
-    d.id = ctx_.make_id ? ctx_.make_id() : random_call_id();
-    d.name = std::string(name);
-    out.tool_calls.push_back(std::move(d));
-    open_ = true;
-    args_ = 0;
+    start_call(out, std::string(name));
     content_from_ = pos_ = gt + 1;
     stage_ = Stage::kBody;
     return Step::kMore;
@@ -281,8 +233,7 @@ class Qwen3CoderMachine {
     const std::string_view rest = view().substr(pos_);
     if (rest.empty()) return short_text(at_end);
     if (rest.starts_with(kFunctionEnd)) {
-      emit(out, args_ == 0 ? "{}" : "}");
-      open_ = false;
+      close_call(out);
       content_from_ = pos_ += kFunctionEnd.size();
       stage_ = Stage::kSeek;
       return Step::kMore;
@@ -311,9 +262,7 @@ class Qwen3CoderMachine {
     // The template frames values in newlines; vLLM drops one on each side.
     if (value.starts_with('\n')) value.remove_prefix(1);
     if (value.ends_with('\n')) value.remove_suffix(1);
-    std::string fragment = args_++ == 0 ? "{" : ", ";
-    fragment += python_json_string(name) + ": " + convert_param(value, name, props_);
-    emit(out, fragment);
+    add_argument(out, name, convert_param(value, name, props_));
     content_from_ = pos_ = end + kParameterEnd.size();
     scan_ = 0;
     return Step::kMore;
@@ -346,106 +295,15 @@ class Qwen3CoderMachine {
     return end == std::string::npos ? Step::kFail : Step::kMore;
   }
 
-  void emit(ToolStreamDelta& out, std::string_view fragment) {
-    if (out.tool_calls.empty() || out.tool_calls.back().index != index_) {
-      out.tool_calls.push_back(ToolCallDelta{index_, std::nullopt, std::nullopt, {}});
-    }
-    out.tool_calls.back().arguments.append(fragment);
-  }
-
-  // Not well-formed calls after all. Before any call went out, everything held is content.
-  // After, a call cut short by the reply's end gets its closing brace (its rest is dropped:
-  // the arguments sent stay valid JSON); malformed text mid-reply is content from where the
-  // last whole unit ended.
-  void fail(bool at_end, ToolStreamDelta& out) {
-    if (index_ < 0) {
-      out.content.append(view().substr(section_));
-    } else if (open_) {
-      emit(out, args_ == 0 ? "{}" : "}");
-      open_ = false;
-      if (!at_end) out.content.append(view().substr(content_from_));
-    } else {
-      out.content.append(view().substr(content_from_));
-    }
-    stage_ = Stage::kText;
-    buf_.clear();
-  }
-
-  const ToolParserContext& ctx_;
-  std::string buf_;  // the reply so far
-  size_t pos_ = 0;   // first byte not yet decided
-  size_t section_ = 0;
-  size_t content_from_ = 0;
-  size_t scan_ = 0;  // where value_end resumes its search
   Stage stage_ = Stage::kContent;
-  int index_ = -1;     // the last call sent
-  bool open_ = false;  // its </function> has not come yet
-  int args_ = 0;       // parameters sent for it
+  size_t scan_ = 0;  // where value_end resumes its search
   const ordered_json* props_ = nullptr;
-};
-
-std::vector<ToolCall> join_calls(const std::vector<ToolCallDelta>& deltas) {
-  std::vector<ToolCall> calls;
-  for (const ToolCallDelta& d : deltas) {
-    if (d.id) calls.push_back(ToolCall{*d.id, d.name.value_or(""), ""});
-    if (!calls.empty()) calls.back().arguments += d.arguments;
-  }
-  return calls;
-}
-
-class Qwen3CoderToolParser final : public ToolParser {
- public:
-  explicit Qwen3CoderToolParser(ToolParserContext ctx) : ctx_(std::move(ctx)), stream_(ctx_) {}
-  Qwen3CoderToolParser(const Qwen3CoderToolParser&) = delete;  // stream_ refers to ctx_
-  Qwen3CoderToolParser& operator=(const Qwen3CoderToolParser&) = delete;
-
-  ExtractedToolCalls extract(const std::string& text) override {
-    ExtractedToolCalls result;
-    result.content = text;
-    try {
-      Qwen3CoderMachine whole(ctx_);
-      ToolStreamDelta out;
-      whole.run(text, /*at_end=*/true, out);
-      if (!whole.succeeded()) return result;
-      result.tools_called = true;
-      result.tool_calls = join_calls(out.tool_calls);
-      result.content = text.substr(0, whole.section());
-      if (result.content->empty()) result.content.reset();
-    } catch (...) {  // e.g. bad_alloc on absurd input: the reply stays plain text
-      result = ExtractedToolCalls{false, {}, text};
-    }
-    return result;
-  }
-
-  ToolStreamDelta feed(std::string_view delta) override { return step(delta, false); }
-  ToolStreamDelta finish() override { return step({}, true); }
-
- private:
-  ToolStreamDelta step(std::string_view delta, bool at_end) {
-    ToolStreamDelta out;
-    if (broken_) {
-      out.content.assign(delta);
-      return out;
-    }
-    try {
-      stream_.run(delta, at_end, out);
-    } catch (...) {
-      broken_ = true;
-      out = ToolStreamDelta{};
-      out.content.assign(delta);
-    }
-    return out;
-  }
-
-  ToolParserContext ctx_;
-  Qwen3CoderMachine stream_;
-  bool broken_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<ToolParser> make_qwen3_coder_tool_parser(ToolParserContext ctx) {
-  return std::make_unique<Qwen3CoderToolParser>(std::move(ctx));
+  return make_machine_tool_parser<Qwen3CoderMachine>(std::move(ctx));
 }
 
 }  // namespace tessera::server
