@@ -1,5 +1,6 @@
 #include "chat/python_json.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,49 +37,7 @@ void dump_string(const std::string& s, std::string& out) {
 
 // Python's float repr: shortest round-trip digits, ".0" on integral values, exponent form
 // outside 1e-4 <= |x| < 1e16.
-void dump_float(double d, std::string& out) {
-  if (std::isnan(d)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(d)) {
-    out += d > 0 ? "Infinity" : "-Infinity";
-    return;
-  }
-  char buf[40];
-  int prec = 1;
-  for (; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, d);
-    if (std::strtod(buf, nullptr) == d) break;
-  }
-  // buf = d.ddde[+-]XX with `prec` significant digits.
-  std::string mant(buf, std::strchr(buf, 'e'));
-  const int exp = std::atoi(std::strchr(buf, 'e') + 1);
-  std::string digits;
-  const bool neg = mant[0] == '-';
-  for (char c : mant) {
-    if (c >= '0' && c <= '9') digits.push_back(c);
-  }
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  std::string r = neg ? "-" : "";
-  if (exp >= 16 || exp < -4) {
-    r += digits.substr(0, 1);
-    if (digits.size() > 1) r += "." + digits.substr(1);
-    char e[8];
-    std::snprintf(e, sizeof(e), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
-    r += e;
-  } else if (exp < 0) {
-    r += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
-  } else {
-    const size_t int_len = static_cast<size_t>(exp) + 1;
-    if (digits.size() <= int_len) {
-      r += digits + std::string(int_len - digits.size(), '0') + ".0";
-    } else {
-      r += digits.substr(0, int_len) + "." + digits.substr(int_len);
-    }
-  }
-  out += r;
-}
+void dump_float(double d, std::string& out) { out += python_float_repr(d); }
 
 void dump(const nlohmann::ordered_json& v, std::string& out) {
   switch (v.type()) {
@@ -117,6 +76,35 @@ void dump(const nlohmann::ordered_json& v, std::string& out) {
 }
 
 }  // namespace
+
+std::string python_float_repr(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  const std::string sign = std::signbit(x) ? "-" : "";
+  if (x == 0.0) return sign + "0.0";
+  // Shortest round-trip digits (as CPython's repr picks them; snprintf-based searches differ
+  // at some powers of two), then laid out the way repr() lays them out.
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, std::fabs(x), std::chars_format::scientific);
+  const std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
+  const size_t e = sci.find('e');
+  std::string digits(sci.substr(0, e));
+  std::erase(digits, '.');
+  const int exp = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  const int point = exp + 1;  // digits before the decimal point
+  const int n = static_cast<int>(digits.size());
+  if (point > -4 && point <= 16) {
+    if (point <= 0) return sign + "0." + std::string(static_cast<size_t>(-point), '0') + digits;
+    if (point >= n) return sign + digits + std::string(static_cast<size_t>(point - n), '0') + ".0";
+    return sign + digits.substr(0, static_cast<size_t>(point)) + "." + digits.substr(static_cast<size_t>(point));
+  }
+  std::string out = sign + digits.substr(0, 1);
+  if (n > 1) out += "." + digits.substr(1);
+  const int a = exp < 0 ? -exp : exp;
+  out += exp < 0 ? "e-" : "e+";
+  if (a < 10) out += '0';
+  return out + std::to_string(a);
+}
 
 std::string python_json_dumps(const nlohmann::ordered_json& value) {
   std::string out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,11 @@ TEST(PythonJson, DumpsLikePython) {
             "{\"b\": [1, 2.5, 1e+20, 0.0001, 1e-05, 100.0, true, null], \"a\": \"x\\\"\\n\xC3\xA9\\u0001\"}");
   EXPECT_FALSE(python_json_loads("not json").has_value());
   EXPECT_EQ(python_json_dumps(*python_json_loads("22")), "22");
+  // Shortest round-trip digits as CPython's repr picks them; a digit search by snprintf gives
+  // 17 digits at some powers of two (2^-1017: ...2230444e-307).
+  EXPECT_EQ(python_float_repr(std::ldexp(1.0, -1017)), "7.120236347223045e-307");
+  EXPECT_EQ(python_float_repr(std::ldexp(1.0, -1000)), "9.332636185032189e-302");
+  EXPECT_EQ(python_float_repr(std::ldexp(1.0, 70)), "1.1805916207174113e+21");
 }
 
 // Every sample of mistral-common's test data, for every tokenizer version it has ids for.

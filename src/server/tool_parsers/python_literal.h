@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chat/python_json.h"
 
 namespace tessera::server {
 
@@ -57,13 +60,16 @@ std::optional<PyValue> python_json_loads(std::string_view text);
 std::optional<PyValue> python_int(std::string_view text);
 std::optional<double> python_float(std::string_view text);
 
+// ---- writing (python_dumps.cc) ----
+
 // json.dumps(v, ensure_ascii=False); lone surrogates print as \udXXX escapes (Python would fail
 // to encode them later), invalid UTF-8 as U+FFFD.
 std::string python_json_dumps(const PyValue& v);
 // json.dumps of a str: quoted and escaped.
 std::string python_json_string(std::string_view wtf8);
-// A float as json.dumps prints it: repr(x) ("1.0", "1e-05", "1.5e+300"), or Infinity/NaN.
-std::string python_float_repr(double x);
+// One character of a str as json.dumps writes it between the quotes (lone surrogates escaped).
+void append_json_char(std::string& out, uint32_t cp);
+using chat::python_float_repr;  // a float as json.dumps prints it
 // str(int(x)) for a finite integral double, exact ("1e+20" -> "100000000000000000000").
 std::string python_int_of_float(double x);
 // Whether text is well-formed UTF-8 (no surrogates, nothing past U+10FFFF).
