@@ -1,5 +1,7 @@
 #include "exec/cuda/cuda_model_runner.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -316,10 +318,21 @@ Status CudaModelRunner::enqueue_step(const SchedulerOutput& out, const RequestLo
   const int64_t words = (vocab_size() + 31) / 32;
   uint32_t* bitmask = host_bitmask_[cur_].get();
   const int64_t num_masks = static_cast<int64_t>(masks.size());
-  const double t_masks = profile_.enabled && num_masks > 0 ? now_ms() : 0.0;
-#pragma omp parallel for schedule(dynamic, 1) if (num_masks > 1)
-  for (int64_t m = 0; m < num_masks; ++m) masks[static_cast<size_t>(m)]->fill_allowed(bitmask + m * words, vocab_size());
-  if (t_masks > 0) st.mask_ms = now_ms() - t_masks;
+  if (num_masks > 0) {
+    // A mask takes microseconds and the device waits for them: waking a team of threads costs
+    // more than a batch of cheap masks, so they run in parallel only when the running mean of
+    // their cost says the batch is long.
+    constexpr double kParallelBatchUs = 300.0;
+    const int threads = std::max(1, std::min(omp_get_max_threads(), static_cast<int>(num_masks)));
+    const bool parallel = threads > 1 && mask_us_ * static_cast<double>(num_masks) > kParallelBatchUs;
+    const double t_masks = now_ms();
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (int64_t m = 0; m < num_masks; ++m) masks[static_cast<size_t>(m)]->fill_allowed(bitmask + m * words, vocab_size());
+    const double ms = now_ms() - t_masks;
+    const double per_mask_us = 1000.0 * ms * (parallel ? threads : 1) / static_cast<double>(num_masks);
+    mask_us_ = 0.8 * mask_us_ + 0.2 * per_mask_us;
+    if (profile_.enabled) st.mask_ms = ms;
+  }
   if (num_tokens == 0) return Status();
 
   // A decode step (one token per request, each sampling) replays a graph of the next bucket

@@ -145,6 +145,7 @@ class CudaModelRunner : public ModelRunner {
   // Structured outputs' grammar masks of device-sampled rows ([max_logit_rows, (vocab + 31) /
   // 32] bits), indexed per logits row by the step input's `mask_rows` section.
   PinnedBuffer<uint32_t> host_bitmask_[2];
+  double mask_us_ = 2.0;  // a grammar mask's fill time, running mean (picks serial or parallel fill)
   DeviceBuffer<uint32_t> dev_bitmask_;
   std::vector<int32_t> eos_token_ids_;
   std::unique_ptr<HostSampler> host_sampler_;  // rows the device does not sample
