@@ -28,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from render_chat_templates import make_env, render  # noqa: E402
+from render_chat_templates import SEARCH_TOOL, make_env, render  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("TESSERA_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data"))
@@ -44,18 +44,6 @@ WEATHER_TOOL = {
             "type": "object",
             "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
             "required": ["city"],
-        },
-    },
-}
-SEARCH_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "description": "Search the web.",
-        "parameters": {
-            "type": "object",
-            "properties": {"query": {"type": "string"}, "max_results": {"type": "integer"}},
-            "required": ["query"],
         },
     },
 }
