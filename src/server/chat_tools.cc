@@ -244,6 +244,40 @@ std::vector<Json> ChatReplyParser::finish() {
   return out;
 }
 
+// The grammar makes the reply a JSON list of {"name", "parameters"} objects: a scan of the new
+// text finds elements that close (depth back to the list's), each parsed and sent once.
+std::vector<Json> ChatReplyParser::closed_required_calls() {
+  std::vector<Json> calls;
+  for (; scan_at_ < held_.size(); ++scan_at_) {
+    const char c = held_[scan_at_];
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '[' || c == '{') {
+      if (depth_++ == 1) element_at_ = scan_at_;
+    } else if ((c == ']' || c == '}') && --depth_ == 1) {
+      const auto element = chat::python_json_loads(std::string_view(held_).substr(element_at_, scan_at_ + 1 - element_at_));
+      if (!element || !element->is_object() || !element->contains("name") || !(*element)["name"].is_string()) continue;
+      if (!parallel_ && next_index_ > 0) continue;
+      const auto params = element->find("parameters");
+      Json call = call_json(random_tool_call_id(), (*element)["name"].get<std::string>(),
+                            chat::python_json_dumps(params == element->end() ? Json::object() : *params));
+      call["index"] = next_index_++;
+      calls.push_back(std::move(call));
+    }
+  }
+  return calls;
+}
+
 std::vector<Json> ChatReplyParser::after_reasoning(std::string_view content, bool last) {
   std::vector<Json> out;
   switch (plan_.choice) {
@@ -263,19 +297,10 @@ std::vector<Json> ChatReplyParser::after_reasoning(std::string_view content, boo
       }
       break;
     case ToolChoice::kRequired: {
-      // The list is sent once whole: each call then has its name and complete arguments.
+      // Each call is sent when its element of the list closes, with its name and arguments.
       held_.append(content);
-      if (!last) break;
-      const auto calls = parse_required_calls(held_);
-      if (!calls) break;  // cut short: no call, no content
-      Json list = Json::array();
-      for (const auto& [name, args] : *calls) {
-        if (!parallel_ && !list.empty()) break;
-        Json call = call_json(random_tool_call_id(), name, args);
-        call["index"] = static_cast<int>(list.size());
-        list.push_back(std::move(call));
-      }
-      out.push_back(Json{{"tool_calls", std::move(list)}});
+      std::vector<Json> calls = closed_required_calls();
+      if (!calls.empty()) out.push_back(Json{{"tool_calls", Json(std::move(calls))}});
       break;
     }
     case ToolChoice::kAuto: {

@@ -68,9 +68,15 @@ class ChatReplyParser {
   bool parallel_ = true;
   std::unique_ptr<ReasoningParser> reasoning_;
   std::unique_ptr<ToolParser> tools_;  // auto tool choice
-  std::string held_;                   // required / named: the reply so far
+  // "required": the reply so far, scanned up to scan_at_, for list elements that close.
+  std::string held_;
+  size_t scan_at_ = 0;
+  size_t element_at_ = 0;  // where the open element began
+  int depth_ = 0;          // JSON nesting at scan_at_
+  bool in_string_ = false, escaped_ = false;
   bool named_started_ = false;
   int next_index_ = 0;
+  std::vector<nlohmann::ordered_json> closed_required_calls();
   bool auto_tools_called_ = false;
 };
 

@@ -146,6 +146,20 @@ class ToolChoiceTest(unittest.TestCase):
             self.assertNotIn("tool_calls", ch["message"])
             self.assertEqual(ch["message"]["content"], "")
 
+    def test_required_streams_each_call_as_it_closes(self):
+        body = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required", "temperature": 1.0, "seed": 11,
+                "max_tokens": 300}
+        ch = chat(body)["choices"][0]
+        self.assertEqual(ch["finish_reason"], "stop", ch)
+        events = chat_stream(body)
+        streamed = merge_stream(events)[0]
+        whole = ch["message"]["tool_calls"]
+        self.assertEqual([streamed["calls"][i]["name"] for i in range(len(whole))],
+                         [c["function"]["name"] for c in whole])
+        self.assertEqual([streamed["calls"][i]["arguments"] for i in range(len(whole))],
+                         [c["function"]["arguments"] for c in whole])
+        self.assertEqual(streamed["content"], "")
+
     def test_required_without_parallel_calls_gives_one(self):
         out = chat({"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": False,
                     "n": 3, "temperature": 1.0, "seed": 4, "max_tokens": 300})
