@@ -57,15 +57,17 @@ struct Request {
   uint64_t sampling_seed = 0;          // params.seed, or the engine's pick: device sampling keys on it
   // Structured outputs: the grammar's matcher, advanced over every appended token (null: none).
   std::unique_ptr<TokenConstraint> constraint;
-  // The constraint waits for the output to end with these tokens (structured_outputs.start_after).
+  // While not empty, the constraint waits for the output to end with these tokens
+  // (structured_outputs.start_after); cleared once it does.
   std::vector<int32_t> constraint_start_after;
-  bool constraint_waits = false;
 
   Request(RequestId rid, std::vector<int32_t> prompt, SamplingParams p)
       : id(rid), prompt_token_ids(std::move(prompt)), all_token_ids(prompt_token_ids), params(std::move(p)) {}
 
   // The grammar the next token follows: none while the constraint waits for its start.
-  TokenConstraint* active_constraint() const { return constraint_waits ? nullptr : constraint.get(); }
+  TokenConstraint* active_constraint() const {
+    return constraint_start_after.empty() ? constraint.get() : nullptr;
+  }
 
   int32_t num_tokens() const { return static_cast<int32_t>(all_token_ids.size()); }
   int32_t num_prompt_tokens() const { return static_cast<int32_t>(prompt_token_ids.size()); }

@@ -144,7 +144,6 @@ void EngineFrontend::add(std::shared_ptr<RequestStream> stream, GenerateRequest 
     if (grammar != nullptr) {
       req->constraint = structured_->matcher(*grammar);
       req->constraint_start_after = g.params.structured_outputs->start_after;
-      req->constraint_waits = !req->constraint_start_after.empty();
     }
     const RequestId id = req->id;
     status = core_.add_request(std::move(req));

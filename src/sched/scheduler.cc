@@ -160,11 +160,11 @@ SchedulerOutput Scheduler::schedule(bool look_ahead) {
 
 bool Scheduler::constraint_ends(Request* r, int32_t token) {
   if (r->constraint == nullptr) return false;
-  if (r->constraint_waits) {  // free text (reasoning) until it ends with the start marker
+  if (!r->constraint_start_after.empty()) {  // free text (reasoning) until it ends with the start marker
     const std::vector<int32_t>& m = r->constraint_start_after;
     const std::vector<int32_t>& out = r->output_token_ids;
     if (out.size() >= m.size() && std::equal(m.begin(), m.end(), out.end() - static_cast<std::ptrdiff_t>(m.size()))) {
-      r->constraint_waits = false;
+      r->constraint_start_after.clear();
     }
     return false;
   }

@@ -1,9 +1,7 @@
 #include "server/chat_tools.h"
 
-#include <random>
-
 #include "chat/python_json.h"
-#include "server/serving_common.h"
+#include "server/tool_parsers/tool_parser_util.h"
 
 namespace tessera::server {
 namespace {
@@ -84,36 +82,34 @@ Json named_call_schema(const Json& function) {
   return schema;
 }
 
-std::string alphanumeric_id(size_t n) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string id;
-  for (size_t i = 0; i < n; ++i) id += kChars[rng() % (sizeof(kChars) - 1)];
-  return id;
-}
-
 Json call_json(const std::string& id, const std::string& name, const std::string& arguments) {
   return Json{{"id", id}, {"type", "function"}, {"function", Json{{"name", name}, {"arguments", arguments}}}};
 }
 
-// The calls of a "required" reply: its JSON list, each call's parameters as Python's
-// json.dumps writes them (vLLM's form). nullopt when the text is not such a list (a reply cut
-// by max_tokens): it then stays content.
-std::optional<std::vector<std::pair<std::string, std::string>>> parse_required_calls(const std::string& text) {
+// One element of a "required" reply's list as a call: its parameters as Python's json.dumps
+// writes them (vLLM's form); nullopt when it is not {"name": ..., ...}.
+std::optional<Json> required_call(const Json& element) {
+  if (!element.is_object() || !element.contains("name") || !element["name"].is_string()) return std::nullopt;
+  const auto params = element.find("parameters");
+  return call_json(random_call_id(), element["name"].get<std::string>(),
+                   chat::python_json_dumps(params == element.end() ? Json::object() : *params));
+}
+
+// The calls of a whole "required" reply; nullopt when the text is not such a list (a reply
+// cut by max_tokens).
+std::optional<std::vector<Json>> parse_required_calls(const std::string& text) {
   const std::optional<Json> list = chat::python_json_loads(text);
   if (!list || !list->is_array()) return std::nullopt;
-  std::vector<std::pair<std::string, std::string>> calls;
-  for (const Json& c : *list) {
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
-    const auto params = c.find("parameters");
-    calls.emplace_back(c["name"].get<std::string>(), chat::python_json_dumps(params == c.end() ? Json::object() : *params));
+  std::vector<Json> calls;
+  for (const Json& element : *list) {
+    std::optional<Json> call = required_call(element);
+    if (!call) return std::nullopt;
+    calls.push_back(std::move(*call));
   }
   return calls;
 }
 
 }  // namespace
-
-std::string random_tool_call_id() { return random_id("chatcmpl-tool-"); }
 
 ChatToolPlan plan_chat_tools(const ChatToolsConfig& config, const ChatRequest& req, SamplingParams* params) {
   check_tools(req.tools);
@@ -156,7 +152,7 @@ ChatToolPlan plan_chat_tools(const ChatToolsConfig& config, const ChatRequest& r
     params->structured_outputs->json = schema.dump();
   }
   if (plan.choice == ToolChoice::kAuto) {
-    auto parser = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, random_tool_call_id});
+    auto parser = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, {}});
     if (parser != nullptr && parser->keeps_special_tokens()) params->skip_special_tokens = false;
   }
   return plan;
@@ -167,9 +163,8 @@ ChatReplyParser::ChatReplyParser(const ChatToolsConfig& config, const ChatToolPl
     : plan_(plan), include_reasoning_(req.include_reasoning), parallel_(req.parallel_tool_calls) {
   if (!config.reasoning_parser.empty()) reasoning_ = make_reasoning_parser(config.reasoning_parser, prompt);
   if (plan.choice == ToolChoice::kAuto && !config.tool_call_parser.empty()) {
-    std::function<std::string()> make_id = random_tool_call_id;
-    if (config.tool_call_parser == "mistral") make_id = [] { return alphanumeric_id(9); };
-    tools_ = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, std::move(make_id)});
+    // No make_id: each parser draws ids in its format (vLLM's, or mistral's 9 alphanumerics).
+    tools_ = make_tool_parser(config.tool_call_parser, ToolParserContext{req.tools, {}});
   }
 }
 
@@ -191,16 +186,16 @@ ChatReplyMessage ChatReplyParser::whole(const std::string& text) {
       // The grammar made the text the arguments; a reply cut short (max_tokens) has no call.
       m.content = "";
       if (content && chat::python_json_loads(*content)) {
-        m.tool_calls.push_back(call_json(random_tool_call_id(), plan_.named, *content));
+        m.tool_calls.push_back(call_json(random_call_id(), plan_.named, *content));
       }
       break;
     case ToolChoice::kRequired: {
       m.content = "";  // a forced call's reply has no content, cut short or not (vLLM's)
-      const auto calls = parse_required_calls(content.value_or(""));
+      std::optional<std::vector<Json>> calls = parse_required_calls(content.value_or(""));
       if (!calls) break;
-      for (const auto& [name, args] : *calls) {
+      for (Json& call : *calls) {
         if (!parallel_ && !m.tool_calls.empty()) break;
-        m.tool_calls.push_back(call_json(random_tool_call_id(), name, args));
+        m.tool_calls.push_back(std::move(call));
       }
       break;
     }
@@ -228,19 +223,18 @@ ChatReplyMessage ChatReplyParser::whole(const std::string& text) {
 
 std::vector<Json> ChatReplyParser::feed(std::string_view text) {
   if (!reasoning_) return after_reasoning(text, false);
-  ReasoningSplit s = reasoning_->feed(text);
-  std::vector<Json> out;
-  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning", *s.reasoning}});
-  for (Json& d : after_reasoning(s.content.value_or(""), false)) out.push_back(std::move(d));
-  return out;
+  return split_deltas(reasoning_->feed(text), false);
 }
 
 std::vector<Json> ChatReplyParser::finish() {
   if (!reasoning_) return after_reasoning("", true);
-  ReasoningSplit s = reasoning_->finish();
+  return split_deltas(reasoning_->finish(), true);
+}
+
+std::vector<Json> ChatReplyParser::split_deltas(ReasoningSplit s, bool last) {
   std::vector<Json> out;
-  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning", *s.reasoning}});
-  for (Json& d : after_reasoning(s.content.value_or(""), true)) out.push_back(std::move(d));
+  if (s.reasoning && include_reasoning_) out.push_back(Json{{"reasoning", std::move(*s.reasoning)}});
+  for (Json& d : after_reasoning(s.content.value_or(""), last)) out.push_back(std::move(d));
   return out;
 }
 
@@ -266,13 +260,10 @@ std::vector<Json> ChatReplyParser::closed_required_calls() {
       if (depth_++ == 1) element_at_ = scan_at_;
     } else if ((c == ']' || c == '}') && --depth_ == 1) {
       const auto element = chat::python_json_loads(std::string_view(held_).substr(element_at_, scan_at_ + 1 - element_at_));
-      if (!element || !element->is_object() || !element->contains("name") || !(*element)["name"].is_string()) continue;
-      if (!parallel_ && next_index_ > 0) continue;
-      const auto params = element->find("parameters");
-      Json call = call_json(random_tool_call_id(), (*element)["name"].get<std::string>(),
-                            chat::python_json_dumps(params == element->end() ? Json::object() : *params));
-      call["index"] = next_index_++;
-      calls.push_back(std::move(call));
+      std::optional<Json> call = element ? required_call(*element) : std::nullopt;
+      if (!call || (!parallel_ && next_index_ > 0)) continue;
+      (*call)["index"] = next_index_++;
+      calls.push_back(std::move(*call));
     }
   }
   return calls;
@@ -287,7 +278,7 @@ std::vector<Json> ChatReplyParser::after_reasoning(std::string_view content, boo
     case ToolChoice::kNamed:
       // The reply is the arguments: the call's name first, its argument text as it comes.
       if (!named_started_ && (!content.empty() || last)) {
-        Json call = call_json(random_tool_call_id(), plan_.named, std::string(content));
+        Json call = call_json(random_call_id(), plan_.named, std::string(content));
         call["index"] = 0;
         out.push_back(Json{{"tool_calls", Json::array({std::move(call)})}});
         named_started_ = true;

@@ -4,7 +4,6 @@
 // ChatReplyParser that turns its text into message fields, whole or as stream deltas.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +61,8 @@ class ChatReplyParser {
 
  private:
   std::vector<nlohmann::ordered_json> after_reasoning(std::string_view content, bool last);
+  // A reasoning parser's piece: its reasoning delta, then what the content part makes.
+  std::vector<nlohmann::ordered_json> split_deltas(ReasoningSplit s, bool last);
 
   ChatToolPlan plan_;
   bool include_reasoning_ = true;
@@ -79,8 +80,5 @@ class ChatReplyParser {
   std::vector<nlohmann::ordered_json> closed_required_calls();
   bool auto_tools_called_ = false;
 };
-
-// "chatcmpl-tool-" + 32 hex digits, vLLM's tool call id.
-std::string random_tool_call_id();
 
 }  // namespace tessera::server
